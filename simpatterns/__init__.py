@@ -1,0 +1,3 @@
+"""simpatterns: annotated physics traces, discovered event detectors and reward programs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,439 @@
+"""The `Trace` contract: one simulation rollout as columnar numpy arrays.
+
+Every module downstream (detectors, annotation, distances, reward programs,
+environments) reads traces through this class only. Arrays are columnar so
+detectors vectorise over frames and bodies:
+
+- ``time[T]``: seconds since the start of the rollout, one row per stored frame.
+- ``position[T, N, D]``, ``velocity[T, N, D]``: body centres (centre of mass
+  for dynamic bodies) in scene units (pixels for PHYRE scenes, y up).
+- ``angle[T, N]`` (2D, radians, counter-clockwise) or ``quaternion[T, N, 4]``
+  (3D, w-x-y-z), and ``angular_velocity[T, N]`` (2D) / ``[T, N, 3]`` (3D).
+- contacts as flat rows, one per touching body pair per stored frame:
+  ``contact_frame[K]``, ``contact_a[K]``, ``contact_b[K]`` (body indices,
+  ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (from a
+  towards b), ``contact_impulse[K]`` (normal+tangent impulse magnitude
+  applied during that step).
+- ``events``: raw simulator events, ``RawEvent(kind, frame, params)`` with kinds
+  ``CollisionStart``, ``CollisionEnd`` and ``TaskComplete``.
+- ``meta``: simulator, template, variant, seed, action, dt, stride, world size,
+  success, ...
+
+Frame indices always index the stored rows. With ``meta["stride"] == k`` a
+stored frame ``f`` is physics step ``f * k``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+FORMAT_NAME = "simpatterns-trace"
+FORMAT_VERSION = 1
+
+COLLISION_START = "CollisionStart"
+COLLISION_END = "CollisionEnd"
+TASK_COMPLETE = "TaskComplete"
+RAW_EVENT_KINDS = (COLLISION_START, COLLISION_END, TASK_COMPLETE)
+
+
+class TraceFormatError(ValueError):
+    """A trace file is truncated, foreign, corrupt or from a newer format."""
+
+
+@dataclass(frozen=True)
+class Body:
+    """One body of the scene, with the words a person (or an LLM) would use.
+
+    ``parts`` describe the collision geometry in the body's local frame
+    (origin = the body's recorded position, unrotated): each part is
+    ``{"kind": "circle", "center": [x, y], "radius": r}`` or
+    ``{"kind": "poly", "vertices": [[x, y], ...]}``. ``size`` holds the
+    template-level dimensions (``radius``, ``length``, ``thickness``,
+    ``width``, ``height``) that are meaningful for the body's shape.
+    """
+
+    name: str
+    color: str
+    shape: str
+    dynamic: bool
+    role: str = "other"
+    size: dict[str, float] = field(default_factory=dict)
+    parts: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def bounding_radius(self) -> float:
+        """Largest distance from the body origin to any point of its geometry."""
+        best = 0.0
+        for part in self.parts:
+            if part["kind"] == "circle":
+                cx, cy = part["center"]
+                best = max(best, math.hypot(cx, cy) + part["radius"])
+            else:
+                for vx, vy in part["vertices"]:
+                    best = max(best, math.hypot(vx, vy))
+        return best
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["parts"] = list(self.parts)
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Body":
+        return Body(
+            name=str(d["name"]),
+            color=str(d["color"]),
+            shape=str(d["shape"]),
+            dynamic=bool(d["dynamic"]),
+            role=str(d.get("role", "other")),
+            size={k: float(v) for k, v in d.get("size", {}).items()},
+            parts=tuple(d.get("parts", ())),
+        )
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """A raw simulator event: ``CollisionStart``/``CollisionEnd`` carry
+    ``{"object_a": name, "object_b": name}``; ``TaskComplete`` carries
+    ``{"success": bool}``."""
+
+    kind: str
+    frame: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+_ARRAY_FIELDS = (
+    "time",
+    "position",
+    "angle",
+    "velocity",
+    "angular_velocity",
+    "contact_frame",
+    "contact_a",
+    "contact_b",
+    "contact_point",
+    "contact_normal",
+    "contact_impulse",
+)
+
+
+@dataclass
+class Trace:
+    """One rollout. See the module docstring for the meaning of each array."""
+
+    bodies: list[Body]
+    time: np.ndarray
+    position: np.ndarray
+    angle: np.ndarray
+    velocity: np.ndarray
+    angular_velocity: np.ndarray
+    contact_frame: np.ndarray
+    contact_a: np.ndarray
+    contact_b: np.ndarray
+    contact_point: np.ndarray
+    contact_normal: np.ndarray
+    contact_impulse: np.ndarray
+    events: list[RawEvent] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [b.name for b in self.bodies]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"body names must be unique; repeated: {dup}")
+        self._index = {n: i for i, n in enumerate(names)}
+        self._touch_cache: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def num_frames(self) -> int:
+        """T, the number of stored frames."""
+        return int(self.time.shape[0])
+
+    @property
+    def num_bodies(self) -> int:
+        """N, the number of bodies."""
+        return len(self.bodies)
+
+    @property
+    def dim(self) -> int:
+        """D, 2 for planar scenes, 3 for MuJoCo scenes."""
+        return int(self.position.shape[2])
+
+    @property
+    def dt(self) -> float:
+        """Seconds between two stored frames (physics dt times stride)."""
+        return float(self.meta.get("dt", 1 / 60)) * int(self.meta.get("stride", 1))
+
+    @property
+    def names(self) -> list[str]:
+        """Body names in index order."""
+        return [b.name for b in self.bodies]
+
+    @property
+    def dynamic_mask(self) -> np.ndarray:
+        """Boolean ``[N]``: which bodies can move."""
+        return np.array([b.dynamic for b in self.bodies], dtype=bool)
+
+    def body_index(self, name: str) -> int:
+        """Index of the body called ``name`` (case-insensitive); KeyError lists the names."""
+        if name in self._index:
+            return self._index[name]
+        low = name.lower()
+        for n, i in self._index.items():
+            if n.lower() == low:
+                return i
+        raise KeyError(f"no body named {name!r}; bodies are {self.names}")
+
+    def body(self, name: str) -> Body:
+        return self.bodies[self.body_index(name)]
+
+    def find_bodies(self, color: str | None = None, role: str | None = None) -> list[int]:
+        """Indices of bodies with the given colour and/or role."""
+        return [
+            i
+            for i, b in enumerate(self.bodies)
+            if (color is None or b.color == color) and (role is None or b.role == role)
+        ]
+
+    # ------------------------------------------------------------ kinematics
+    def speed(self, body: int | str | None = None) -> np.ndarray:
+        """Linear speed: ``[T, N]``, or ``[T]`` for one body (index or name)."""
+        v = self.velocity if body is None else self.velocity[:, self._as_index(body)]
+        return np.linalg.norm(v, axis=-1)
+
+    def kinetic_energy_proxy(self) -> np.ndarray:
+        """Per-frame sum of squared speeds of dynamic bodies, ``[T]`` (unit mass)."""
+        v = self.velocity[:, self.dynamic_mask]
+        return (v**2).sum(axis=(1, 2))
+
+    def _as_index(self, body: int | str) -> int:
+        return self.body_index(body) if isinstance(body, str) else int(body)
+
+    # -------------------------------------------------------------- contacts
+    @property
+    def num_contacts(self) -> int:
+        return int(self.contact_frame.shape[0])
+
+    def touching_matrix(self) -> np.ndarray:
+        """Boolean ``[T, N, N]`` (symmetric): bodies i, j touch at frame t."""
+        if self._touch_cache is None:
+            m = np.zeros((self.num_frames, self.num_bodies, self.num_bodies), dtype=bool)
+            m[self.contact_frame, self.contact_a, self.contact_b] = True
+            m[self.contact_frame, self.contact_b, self.contact_a] = True
+            self._touch_cache = m
+        return self._touch_cache
+
+    def touching(self, frame: int) -> list[tuple[str, str]]:
+        """Name pairs in contact at ``frame`` (each pair once, index order)."""
+        rows = np.nonzero(self.contact_frame == frame)[0]
+        return [(self.names[self.contact_a[k]], self.names[self.contact_b[k]]) for k in rows]
+
+    def pair_touching(self, a: int | str, b: int | str) -> np.ndarray:
+        """Boolean ``[T]``: bodies a and b touch at each frame."""
+        return self.touching_matrix()[:, self._as_index(a), self._as_index(b)]
+
+    def contact_intervals(self, a: int | str, b: int | str) -> list[tuple[int, int]]:
+        """Maximal runs of consecutive touching frames for a pair, as
+        ``(first_frame, last_frame)`` inclusive."""
+        touch = self.pair_touching(a, b).astype(np.int8)
+        return runs_of_true(touch.astype(bool))
+
+    def contacts_of(self, body: int | str) -> np.ndarray:
+        """Row indices of the contact rows that involve ``body``."""
+        i = self._as_index(body)
+        return np.nonzero((self.contact_a == i) | (self.contact_b == i))[0]
+
+    def raw_events(self, kind: str | None = None) -> list[RawEvent]:
+        return [e for e in self.events if kind is None or e.kind == kind]
+
+    @property
+    def success(self) -> bool:
+        return bool(self.meta.get("success", False))
+
+    # --------------------------------------------------------------- file IO
+    def header(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "bodies": [b.to_json() for b in self.bodies],
+            "events": [[e.kind, int(e.frame), e.params] for e in self.events],
+            "meta": self.meta,
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write one compressed ``.npz`` atomically (temp file + rename)."""
+        path = Path(path)
+        arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
+        header = json.dumps(self.header(), default=_json_default).encode()
+        arrays["header"] = np.frombuffer(header, dtype=np.uint8)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+        return path
+
+    @staticmethod
+    def load(path: str | os.PathLike) -> "Trace":
+        """Load a trace; raises `TraceFormatError` naming the file and the problem."""
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(f"{path}: cannot read trace file ({exc})") from exc
+        return Trace.from_bytes(raw, source=str(path))
+
+    @staticmethod
+    def from_bytes(raw: bytes, source: str = "<bytes>") -> "Trace":
+        try:
+            npz = np.load(io.BytesIO(raw), allow_pickle=False)
+            files = set(npz.files)
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+            raise TraceFormatError(
+                f"{source}: not a simpatterns trace (.npz could not be opened: {exc}); "
+                "the file may be truncated or of another format"
+            ) from exc
+        if "header" not in files:
+            raise TraceFormatError(f"{source}: .npz has no 'header' entry; not a simpatterns trace")
+        try:
+            header = json.loads(npz["header"].tobytes().decode())
+        except Exception as exc:  # zlib / json / unicode errors from a damaged file
+            raise TraceFormatError(f"{source}: trace header is unreadable ({exc})") from exc
+        if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+            raise TraceFormatError(
+                f"{source}: header field 'format' is {header.get('format') if isinstance(header, dict) else header!r}, "
+                f"expected {FORMAT_NAME!r}"
+            )
+        version = header.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise TraceFormatError(
+                f"{source}: trace format version {version!r} is newer than this simpatterns "
+                f"reads (<= {FORMAT_VERSION}); upgrade simpatterns"
+            )
+        missing = [n for n in _ARRAY_FIELDS if n not in files]
+        if missing:
+            raise TraceFormatError(f"{source}: missing arrays {missing}")
+        try:
+            arrays = {n: npz[n] for n in _ARRAY_FIELDS}
+        except Exception as exc:
+            raise TraceFormatError(f"{source}: array data is corrupt ({exc})") from exc
+        try:
+            bodies = [Body.from_json(b) for b in header["bodies"]]
+            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in header["events"]]
+            trace = Trace(bodies=bodies, events=events, meta=dict(header["meta"]), **arrays)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceFormatError(f"{source}: header field is malformed ({exc!r})") from exc
+        trace.validate(source)
+        return trace
+
+    def validate(self, source: str = "<trace>") -> None:
+        """Check array shapes agree; raises `TraceFormatError` naming the field."""
+        T, N = self.num_frames, self.num_bodies
+        expect = {
+            "position": (T, N),
+            "velocity": (T, N),
+            "angle": (T, N),
+            "angular_velocity": (T, N),
+        }
+        for name, lead in expect.items():
+            arr = getattr(self, name)
+            if arr.shape[:2] != lead:
+                raise TraceFormatError(
+                    f"{source}: field {name!r} has shape {arr.shape}, expected leading {lead}"
+                )
+        K = self.contact_frame.shape[0]
+        for name in ("contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
+            if getattr(self, name).shape[0] != K:
+                raise TraceFormatError(f"{source}: field {name!r} has {getattr(self, name).shape[0]} rows, expected {K}")
+        if K and (self.contact_frame.min() < 0 or self.contact_frame.max() >= T):
+            raise TraceFormatError(f"{source}: field 'contact_frame' indexes outside [0, {T})")
+        if K and max(self.contact_a.max(), self.contact_b.max()) >= N:
+            raise TraceFormatError(f"{source}: contact body index outside [0, {N})")
+
+    def equals(self, other: "Trace") -> bool:
+        """Bit-exact equality of arrays, bodies, events and meta."""
+        if self.header() != other.header():
+            return json.dumps(self.header(), default=_json_default, sort_keys=True) == json.dumps(
+                other.header(), default=_json_default, sort_keys=True
+            ) and all(np.array_equal(getattr(self, n), getattr(other, n)) for n in _ARRAY_FIELDS)
+        return all(
+            getattr(self, n).dtype == getattr(other, n).dtype
+            and np.array_equal(getattr(self, n), getattr(other, n))
+            for n in _ARRAY_FIELDS
+        )
+
+
+def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs of True in a 1-D boolean array as inclusive (start, end) pairs."""
+    m = np.asarray(mask, dtype=bool)
+    if m.size == 0:
+        return []
+    padded = np.concatenate(([False], m, [False])).astype(np.int8)
+    edges = np.diff(padded)
+    starts = np.nonzero(edges == 1)[0]
+    ends = np.nonzero(edges == -1)[0] - 1
+    return [(int(s), int(e)) for s, e in zip(starts, ends)]
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def empty_contacts(dim: int = 2) -> dict[str, np.ndarray]:
+    """Zero-row contact arrays of the right dtypes."""
+    return {
+        "contact_frame": np.zeros(0, np.int32),
+        "contact_a": np.zeros(0, np.int16),
+        "contact_b": np.zeros(0, np.int16),
+        "contact_point": np.zeros((0, dim), np.float64),
+        "contact_normal": np.zeros((0, dim), np.float64),
+        "contact_impulse": np.zeros(0, np.float64),
+    }
+
+
+def collision_events(
+    contact_frame: np.ndarray, contact_a: np.ndarray, contact_b: np.ndarray, num_frames: int, names: Iterable[str]
+) -> list[RawEvent]:
+    """Derive CollisionStart/CollisionEnd from contact rows.
+
+    A pair starts at the first frame of each touching run and ends at the
+    first frame after it where it no longer touches; a run still open at the
+    last frame has no end event. Sorted by frame, then pair.
+    """
+    names = list(names)
+    if contact_frame.size == 0:
+        return []
+    n = len(names)
+    key = contact_a.astype(np.int64) * n + contact_b.astype(np.int64)
+    order = np.lexsort((contact_frame, key))
+    k, f = key[order], contact_frame[order].astype(np.int64)
+    new_run = np.ones(k.size, dtype=bool)
+    new_run[1:] = (k[1:] != k[:-1]) | (f[1:] != f[:-1] + 1)
+    run_end = np.ones(k.size, dtype=bool)
+    run_end[:-1] = new_run[1:]
+    events: list[tuple[int, int, str]] = []
+    for idx in np.nonzero(new_run)[0]:
+        events.append((int(f[idx]), int(k[idx]), COLLISION_START))
+    for idx in np.nonzero(run_end)[0]:
+        if f[idx] + 1 < num_frames:
+            events.append((int(f[idx]) + 1, int(k[idx]), COLLISION_END))
+    events.sort(key=lambda e: (e[0], e[1], e[2] != COLLISION_END))
+    return [
+        RawEvent(kind, frame, {"object_a": names[key // n], "object_b": names[key % n]})
+        for frame, key, kind in events
+    ]
