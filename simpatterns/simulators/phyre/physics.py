@@ -142,6 +142,9 @@ class _World:
             body = pymunk.Body(body_type=body_type)
             body.position = (spec.x + c * cx - s * cy, spec.y + s * cx + c * cy)
             body.angle = spec.angle
+            if spec.dynamic:
+                body.velocity = tuple(spec.velocity)
+                body.angular_velocity = spec.angular_velocity
             shapes = []
             for part in geo.shift_parts(spec.parts, -cx, -cy):
                 if part["kind"] == "circle":
@@ -188,8 +191,9 @@ class _World:
         return [(a, b, p, n) for (a, b), (p, n) in sorted(out.items())]
 
 
-def scene_specs(scene: Scene, action: Sequence[float]) -> list[BodySpec]:
-    return list(scene.bodies) + [agent_spec(action)]
+def scene_specs(scene: Scene, action: Sequence[float] | None) -> list[BodySpec]:
+    """The scene's bodies plus the agent's ball (none when ``action`` is None)."""
+    return list(scene.bodies) + ([] if action is None else [agent_spec(action)])
 
 
 def check_action(scene: Scene, action: Sequence[float]) -> str | None:
@@ -197,7 +201,12 @@ def check_action(scene: Scene, action: Sequence[float]) -> str | None:
     return _place_agent(scene, action)[2]
 
 
-def _place_agent(scene: Scene, action: Sequence[float]) -> tuple[list[BodySpec], _World | None, str | None]:
+def _place_agent(
+    scene: Scene, action: Sequence[float] | None
+) -> tuple[list[BodySpec], _World | None, str | None]:
+    if action is None:  # purpose-built scenes without the agent's ball
+        specs = scene_specs(scene, None)
+        return specs, _World(specs), None
     try:
         cx, cy, r = action_to_ball(action)
     except InvalidAction as exc:
@@ -214,7 +223,7 @@ def _place_agent(scene: Scene, action: Sequence[float]) -> tuple[list[BodySpec],
 
 def simulate(
     scene: Scene,
-    action: Sequence[float],
+    action: Sequence[float] | None,
     *,
     max_steps: int = MAX_STEPS,
     stride: int = 1,
@@ -224,7 +233,9 @@ def simulate(
     """Place the red ball, run the world and record every step.
 
     Returns a `Rollout`; for an invalid action ``trace`` is None and
-    ``invalid_reason`` says why (nothing is simulated).
+    ``invalid_reason`` says why (nothing is simulated). ``action=None`` runs
+    the scene without the agent's ball (purpose-built scenes). A scene
+    without a goal never succeeds.
     """
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
@@ -234,8 +245,8 @@ def simulate(
     trace = _run(world, specs, scene, max_steps, stop_on_success)
     trace.meta.update(
         {
-            "action": [float(v) for v in action],
-            "action_px": dict(zip(("x", "y", "radius"), action_to_ball(action))),
+            "action": None if action is None else [float(v) for v in action],
+            "action_px": None if action is None else dict(zip(("x", "y", "radius"), action_to_ball(action))),
             "seed": seed,
         }
     )
@@ -300,17 +311,18 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
     per-step bookkeeping, which keeps recording overhead small."""
     space = world.space
     n = len(specs)
-    goal_a, goal_b = sorted(scene.goal)
-    for shape in world.bodies[goal_a].shapes:
-        shape.collision_type = _GOAL_A_TYPE
-    for shape in world.bodies[goal_b].shapes:
-        shape.collision_type = _GOAL_B_TYPE
+    goal_a, goal_b = sorted(scene.goal) if scene.goal is not None else (-1, -1)
     state = {"goal": False}
+    if scene.goal is not None:
+        for shape in world.bodies[goal_a].shapes:
+            shape.collision_type = _GOAL_A_TYPE
+        for shape in world.bodies[goal_b].shapes:
+            shape.collision_type = _GOAL_B_TYPE
 
-    def goal_touch(_arb: pymunk.Arbiter, _space: pymunk.Space, _data: object) -> None:
-        state["goal"] = True
+        def goal_touch(_arb: pymunk.Arbiter, _space: pymunk.Space, _data: object) -> None:
+            state["goal"] = True
 
-    space.on_collision(_GOAL_A_TYPE, _GOAL_B_TYPE, post_solve=goal_touch)
+        space.on_collision(_GOAL_A_TYPE, _GOAL_B_TYPE, post_solve=goal_touch)
 
     initial = world.touching_pairs()
     goal_touch_now = any(a == goal_a and b == goal_b for a, b, _, _ in initial)
@@ -375,7 +387,7 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
     angular_velocity[:, di] = dyn_state[:, :, 5]
 
     contacts = merge_contact_rows(rows, n)
-    bodies = scene.trace_bodies() + [agent_body(specs[-1])]
+    bodies = scene.trace_bodies() + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
     events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
     success = solved_frame is not None
@@ -386,7 +398,7 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
         "variant": scene.variant,
         "params": scene.params,
         "description": scene.description,
-        "goal": list(scene.goal_names),
+        "goal": list(scene.goal_names) if scene.goal_names else None,
         "dt": DT,
         "stride": 1,
         "steps": steps,

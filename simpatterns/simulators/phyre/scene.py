@@ -48,6 +48,8 @@ class BodySpec:
     color: str | None = None
     name: str | None = None
     label: str | None = None  # a word for the name instead of the kind, e.g. "floor"
+    velocity: tuple[float, float] = (0.0, 0.0)  # initial, px/s (purpose-built test scenes)
+    angular_velocity: float = 0.0  # initial, rad/s
 
     # ---- PHYRE-style placement (all return self so calls chain) ----
     def _points(self) -> list[tuple[float, float]]:
@@ -136,7 +138,7 @@ class Scene:
     """A built scene: bodies in final order (walls first), goal pair, provenance."""
 
     bodies: list[BodySpec]
-    goal: tuple[int, int]
+    goal: tuple[int, int] | None
     template: str = ""
     variant: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
@@ -161,10 +163,14 @@ class Scene:
         return out
 
     @property
-    def goal_names(self) -> tuple[str, str]:
+    def goal_names(self) -> tuple[str, str] | None:
+        if self.goal is None:
+            return None
         return (self.bodies[self.goal[0]].name or "", self.bodies[self.goal[1]].name or "")
 
     def goal_text(self) -> str:
+        if self.goal_names is None:
+            return "no goal"
         a, b = self.goal_names
         return f"make the {a} touch the {b}"
 
@@ -173,9 +179,9 @@ def role_of(scene: Scene, spec: BodySpec) -> str:
     i = scene.bodies.index(spec)
     if spec.kind == "wall":
         return ROLE_WALL
-    if i == scene.goal[0]:
+    if scene.goal is not None and i == scene.goal[0]:
         return ROLE_GOAL_OBJECT
-    if i == scene.goal[1]:
+    if scene.goal is not None and i == scene.goal[1]:
         return ROLE_GOAL_SUBJECT
     return ROLE_CONFOUNDER
 
@@ -264,12 +270,17 @@ class SceneBuilder:
             raise ValueError("at least one goal body must be dynamic")
         self._goal = (body1, body2)
 
-    def build(self, template: str = "", params: dict[str, Any] | None = None, description: str = "") -> Scene:
-        if self._goal is None:
+    def build(
+        self, template: str = "", params: dict[str, Any] | None = None, description: str = "",
+        require_goal: bool = True,
+    ) -> Scene:
+        """Colour by role, name bodies, freeze. Purpose-built scenes (tests) may
+        pass ``require_goal=False`` and set ``color`` on specs themselves."""
+        if self._goal is None and require_goal:
             raise ValueError("template did not call set_goal")
-        g1, g2 = self._goal
+        g1, g2 = self._goal if self._goal is not None else (None, None)
         for spec in self.bodies:
-            if spec.kind == "wall":
+            if spec.kind == "wall" or (self._goal is None and spec.color is not None):
                 continue
             if spec is g1:
                 spec.color = "green" if spec.dynamic else "purple"
@@ -279,7 +290,7 @@ class SceneBuilder:
                 spec.color = "gray" if spec.dynamic else "black"
         _assign_names([b for b in self.bodies if b.kind != "wall"])
         bodies = [replace(b) for b in self.bodies]
-        goal = (self.bodies.index(g1), self.bodies.index(g2))
+        goal = (self.bodies.index(g1), self.bodies.index(g2)) if self._goal is not None else None
         return Scene(bodies, goal, template=template, params=dict(params or {}), description=description)
 
 
