@@ -7,5 +7,14 @@ from simpatterns.detectors.contract import (
     normalize_label,
     validate_events,
 )
+from simpatterns.detectors.library import LibraryError, PatternLibrary
 
-__all__ = ["Detector", "DetectorError", "load_detector", "normalize_label", "validate_events"]
+__all__ = [
+    "Detector",
+    "DetectorError",
+    "LibraryError",
+    "PatternLibrary",
+    "load_detector",
+    "normalize_label",
+    "validate_events",
+]

@@ -228,6 +228,7 @@ def simulate(
     max_steps: int = MAX_STEPS,
     stride: int = 1,
     stop_on_success: bool = True,
+    stop_when_settled: bool = False,
     seed: int | None = None,
 ) -> Rollout:
     """Place the red ball, run the world and record every step.
@@ -236,13 +237,18 @@ def simulate(
     ``invalid_reason`` says why (nothing is simulated). ``action=None`` runs
     the scene without the agent's ball (purpose-built scenes). A scene
     without a goal never succeeds.
+
+    ``stop_when_settled`` (a search accelerator, off by default) ends a run
+    early once every dynamic body has been at rest for `SETTLE_FRAMES`
+    frames while the goal pair is not touching: nothing can move again, so
+    the run has failed. ``meta["settled_frame"]`` records where.
     """
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     specs, world, reason = _place_agent(scene, action)
     if reason is not None:
         return Rollout(None, reason)
-    trace = _run(world, specs, scene, max_steps, stop_on_success)
+    trace = _run(world, specs, scene, max_steps, stop_on_success, stop_when_settled)
     trace.meta.update(
         {
             "action": None if action is None else [float(v) for v in action],
@@ -305,7 +311,15 @@ class _BatchRecorder:
             set_(b, get(b) * _DAMP)
 
 
-def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, stop_on_success: bool) -> Trace:
+SETTLE_FRAMES = 30  # 0.5 s of rest
+SETTLE_SPEED = 0.5  # px/s; resting contacts jitter well below this
+SETTLE_SPIN = 0.05  # rad/s
+
+
+def _run(
+    world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, stop_on_success: bool,
+    stop_when_settled: bool = False,
+) -> Trace:
     """Step and record. Body state and arbiters are copied out in one C call
     each per step (pymunk.batch) into growing buffers; Python only touches
     per-step bookkeeping, which keeps recording overhead small."""
@@ -339,6 +353,8 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
     arb_ints, damp, count = recorder.arb_buf._int_arr, recorder.damp, arb_counts.append
+    body_buf, n_space = recorder.body_buf, len(space.bodies)
+    settled_frame: int | None = None
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
     try:
         for k in range(1, max_steps + 1):
@@ -358,6 +374,9 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
                         break
             else:
                 run = 0
+                if stop_when_settled and k % SETTLE_FRAMES == 0 and _settled(body_buf, k, n_space):
+                    settled_frame = k
+                    break
     finally:
         space._locked = False
     body_buf, arb_buf = recorder.body_buf, recorder.arb_buf
@@ -407,6 +426,7 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
         "units": "px",
         "success": success,
         "solved_frame": solved_frame,
+        "settled_frame": settled_frame,
     }
     return Trace(
         bodies=bodies,
@@ -419,6 +439,13 @@ def _run(world: _World, specs: list[BodySpec], scene: Scene, max_steps: int, sto
         meta=meta,
         **contacts,
     )
+
+
+def _settled(body_buf: pbatch.Buffer, k: int, n_space: int) -> bool:
+    """All bodies slower than the settle thresholds over the last SETTLE_FRAMES frames."""
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(k + 1, n_space, 6)[-SETTLE_FRAMES:]
+    speed = np.hypot(state[..., 3], state[..., 4])
+    return bool(speed.max() < SETTLE_SPEED and np.abs(state[..., 5]).max() < SETTLE_SPIN)
 
 
 def _space_body_order(world: _World) -> dict[int, int]:
