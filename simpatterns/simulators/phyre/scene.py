@@ -123,6 +123,41 @@ class BodySpec:
         self.y += s * dx + c * dy
         return self
 
+    @property
+    def outside_play_area(self) -> bool:
+        """True if no part reaches into the open scene square (it lies in or beyond the walls)."""
+        return self.right <= 0 or self.left >= SCENE_SIZE or self.top <= 0 or self.bottom >= SCENE_SIZE
+
+    def trim_to_walls(self) -> "BodySpec":
+        """Shorten a static bar that PHYRE lets run through a wall so that it
+        ends inside that wall: the part in the scene is unchanged, the part
+        beyond the walls' outer faces (which nothing can reach) is cut off.
+        A bar already within the walls is left as it is."""
+        if self.kind != "bar" or self.dynamic:
+            raise ValueError(f"trim_to_walls works on static bars, not a {'dynamic ' if self.dynamic else ''}{self.kind}")
+        half_len, half_t = self.size["length"] / 2, self.size["thickness"] / 2
+        lo, hi = -geo.WALL_THICKNESS, SCENE_SIZE + geo.WALL_THICKNESS
+        c, s = math.cos(self.angle), math.sin(self.angle)
+        axis, normal = (c, s), (-s, c)
+        start, end = -half_len, half_len  # along the bar's axis, from its centre
+        for q in (-half_t, half_t):  # both long edges of the bar
+            for k, origin in enumerate((self.x, self.y)):
+                base = origin + normal[k] * q
+                if abs(axis[k]) < 1e-12:
+                    if not lo - 1e-9 <= base <= hi + 1e-9:
+                        raise ValueError(f"bar {self.label or self.kind!r} runs along a wall, outside the scene")
+                    continue
+                a, b = (lo - base) / axis[k], (hi - base) / axis[k]
+                start, end = max(start, min(a, b)), min(end, max(a, b))
+        if end - start <= 0:
+            raise ValueError(f"bar {self.label or self.kind!r} lies wholly outside the walls")
+        if end - start < 2 * half_len - 1e-9:
+            mid = (start + end) / 2
+            self.x, self.y = self.x + c * mid, self.y + s * mid
+            trimmed = geo.bar(length=end - start, thickness=2 * half_t)
+            self.parts, self.size = trimmed.parts, dict(trimmed.size)
+        return self
+
     def set(self, **placement: float) -> "BodySpec":
         """Apply placement keywords in PHYRE's order: angle first, then edges, then centres."""
         for key in ("angle", "left", "right", "top", "bottom", "center_x", "center_y"):
@@ -263,6 +298,16 @@ class SceneBuilder:
         spec.set(**placement)
         self.bodies.append(spec)
         return spec
+
+    def discard(self, body: BodySpec) -> None:
+        """Take a placed body out again: a measuring aid PHYRE adds to its scene
+        without effect, or a static body it places wholly in or beyond the walls."""
+        if body.kind == "wall" or (self._goal is not None and any(body is g for g in self._goal)):
+            raise ValueError("cannot discard a wall or a goal body")
+        index = next((i for i, b in enumerate(self.bodies) if b is body), None)
+        if index is None:
+            raise ValueError("body is not in this scene")
+        del self.bodies[index]
 
     def set_goal(self, body1: BodySpec, body2: BodySpec) -> None:
         """body1 (green, dynamic) must touch body2 (blue if dynamic, else purple)."""

@@ -1,0 +1,90 @@
+"""CLI: ``simpatterns annotate DIR|FILE [--library builtin|PATH] [--out DIR] [--text] [--plot] [--gif]``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def annotate_cmd(
+    source: Path = typer.Argument(..., help="a trace (.npz) or a directory of traces (searched recursively)"),
+    library: str = typer.Option("builtin", "--library", "-l", help="'builtin' or a library directory"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default: beside each trace)"),
+    text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
+    plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
+    gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
+    budget: int = typer.Option(6000, "--budget", help="character budget of the text"),
+    workers: int = typer.Option(1, "--workers", "-j", help="parallel processes"),
+) -> None:
+    """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace."""
+    from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate_many, trace_files
+    from simpatterns.detectors.commands import open_library
+
+    try:
+        files = trace_files(source)
+    except FileNotFoundError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if not files:
+        console.print(f"[red]error:[/red] {source}: no .npz traces found")
+        raise typer.Exit(2)
+    lib = open_library(library)
+    root = source if source.is_dir() else source.parent
+    anns = annotate_many(files, lib, workers=workers, progress=len(files) > 1, on_error="record")
+    table = Table(title=f"{len(files)} trace(s), {len(lib)} patterns")
+    for col in ("trace", "frames", "events", "patterns fired", "ms", "errors"):
+        table.add_column(col)
+    n_bad = 0
+    for file, ann in zip(files, anns):
+        dest_dir = (out / file.parent.relative_to(root)) if out else file.parent
+        stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
+        if TRACE_ERROR_KEY in ann.errors:
+            n_bad += 1
+            console.print(f"[red]unreadable[/red] {ann.errors[TRACE_ERROR_KEY]}")
+            continue
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        ann.save(dest_dir / f"{stem}.annotation.jsonl")
+        fired = sum(1 for p in ann.patterns if ann.by_pattern(p))
+        table.add_row(str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
+                      f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
+        for msg in ann.errors.values():
+            console.print(f"[yellow]detector error[/yellow] {msg}")
+        if text or plot or gif:
+            _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+    console.print(table)
+    where = out if out else "beside the traces"
+    console.print(f"annotations -> {where}")
+    if n_bad or any(a.errors for a in anns):
+        raise typer.Exit(1)
+
+
+def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, gif: bool,
+            budget: int, single: bool) -> None:
+    from simpatterns.annotate.plots import captioned_gif, timeline_plot
+    from simpatterns.annotate.text import annotation_text
+    from simpatterns.trace import Trace
+
+    trace = Trace.load(file)
+    if text:
+        body = annotation_text(trace, ann, budget_chars=budget)
+        target = dest_dir / f"{stem}.txt"
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        tmp.write_text(body + "\n")
+        os.replace(tmp, target)
+        if single:
+            console.print(body, markup=False, highlight=False)
+    if plot:
+        timeline_plot(ann, dest_dir / f"{stem}.timeline.png", trace=trace)
+    if gif:
+        captioned_gif(trace, ann, dest_dir / f"{stem}.annotated.gif")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("annotate")(annotate_cmd)

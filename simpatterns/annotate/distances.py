@@ -1,0 +1,344 @@
+"""Trace distance and annotation distance (paper §3.1), single pairs and N x N matrices.
+
+**Trace distance** ``d_T(a, b)``: the mean, over frames, of the mean Euclidean
+distance between the positions of the bodies the two traces share (matched
+by name), i.e. the per-frame average distance normalised by the length of the
+rollout.
+
+- Unequal lengths: the shorter trace is padded by holding its last state, and
+  the mean runs over ``max(T_a, T_b)`` frames. PHYRE rollouts stop at success
+  (or rest), after which the bodies stay where they were, so holding the last
+  state is what the world would have shown.
+- Bodies that are static in both traces and sit at exactly the same place
+  (the walls) are left out: they contribute 0 and would only dilute the
+  mean by a factor that differs between pairs. If only such bodies are
+  shared the distance is 0; traces with no body in common raise ValueError.
+- Frames are compared by index, so both traces must share the frame rate
+  (``dt * stride``); a mismatch raises ValueError.
+
+**Annotation distance** ``d_A(a, b)``: for each pattern, the activation frames
+(the pattern's column of the binary ``[T, L]`` matrix) are binned into ``B``
+bins over a time horizon, smoothed and normalised to a distribution; the
+distance is the symmetrised cross-entropy ``(H(p, q) + H(q, p)) / 2``
+averaged over patterns.
+
+- Horizon: for a matrix, the longest annotation's frame count (an absolute,
+  shared time axis, as for the trace distance); for a single annotation,
+  its own length unless given.
+- Smoothing: counts are blurred over neighbouring bins with the kernel
+  ``[1/4, 1/2, 1/4]`` (mass kept at the edges), normalised, then mixed with
+  the uniform distribution: ``p = (1 - EPSILON) * p + EPSILON / B``.
+  ``EPSILON = 0.01``, so ``-log`` of any bin is at most ``log(B / EPSILON)``.
+  A pattern that never fires has the uniform distribution.
+- ``DEFAULT_BINS = 20`` (0.83 s per bin for a full 1000-step PHYRE rollout).
+- Cross-entropy of a distribution with itself is its entropy, not 0; pass
+  ``divergence="jeffreys"`` for the symmetrised KL divergence, which is 0
+  on identical annotations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from simpatterns.annotate.annotation import Annotation
+from simpatterns.trace import Trace
+
+DEFAULT_BINS = 20
+EPSILON = 0.01
+BLUR_KERNEL = (0.25, 0.5, 0.25)
+_CACHE_VERSION = "trace-distance-v1"
+_DIVERGENCES = ("cross-entropy", "jeffreys")
+
+
+# ---------------------------------------------------------------- trace distance
+def _check_rates(traces: Sequence[Trace]) -> None:
+    rates = {round(t.dt, 12) for t in traces}
+    if len(rates) > 1:
+        raise ValueError(f"traces have different frame intervals {sorted(rates)} s; resample them first")
+    dims = {t.dim for t in traces}
+    if len(dims) > 1:
+        raise ValueError(f"traces mix dimensions {sorted(dims)}")
+
+
+def trace_distance(a: Trace, b: Trace) -> float:
+    """``d_T(a, b)`` for one pair; see the module docstring."""
+    return float(trace_distance_matrix([a, b])[0, 1])
+
+
+def _held(pos: np.ndarray, length: int) -> np.ndarray:
+    """Pad ``pos[T, ...]`` to ``length`` frames by repeating its last row."""
+    if pos.shape[0] >= length:
+        return pos
+    pad = np.broadcast_to(pos[-1:], (length - pos.shape[0],) + pos.shape[1:])
+    return np.concatenate([pos, pad])
+
+
+def trace_distance_matrix(
+    traces: Sequence[Trace], cache_dir: str | os.PathLike | None = None, block_bytes: int = 64 << 20
+) -> np.ndarray:
+    """Symmetric ``[N, N]`` matrix of trace distances (zero diagonal).
+
+    Vectorised over pairs: positions go into one ``[N, T_max, B, D]`` array
+    (held last states, shared body vocabulary); each block of rows is compared
+    with all later traces at once. Bodies static in every trace reduce to one
+    frame. With ``cache_dir`` the matrix is stored as ``.npy`` keyed by a
+    content hash of the traces (positions, body names, static flags, frame
+    interval) and reused when the same data set comes again.
+    """
+    traces = list(traces)
+    n = len(traces)
+    if n == 0:
+        return np.zeros((0, 0))
+    _check_rates(traces)
+    cache_path = None
+    if cache_dir is not None:
+        cache_path = Path(cache_dir) / f"trace_distances_{dataset_hash(traces)}.npy"
+        if cache_path.is_file():
+            try:
+                cached = np.load(cache_path, allow_pickle=False)
+                if cached.shape == (n, n):
+                    return cached
+            except (OSError, ValueError):
+                pass  # a damaged cache file is recomputed and replaced
+    out = _trace_matrix(traces, block_bytes)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_name(f".{cache_path.name}.tmp{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            np.save(fh, out)
+        os.replace(tmp, cache_path)
+    return out
+
+
+def dataset_hash(traces: Sequence[Trace]) -> str:
+    """Content hash of what the trace distance reads, in order."""
+    h = hashlib.blake2b(_CACHE_VERSION.encode(), digest_size=16)
+    for t in traces:
+        h.update(repr((t.names, [b.dynamic for b in t.bodies], t.position.shape, round(t.dt, 12))).encode())
+        h.update(np.ascontiguousarray(t.position, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def _trace_matrix(traces: list[Trace], block_bytes: int) -> np.ndarray:
+    n = len(traces)
+    dim = traces[0].dim
+    lengths = np.array([t.num_frames for t in traces], dtype=np.int64)
+    t_max = int(lengths.max())
+    vocab: dict[str, int] = {}
+    for t in traces:
+        for name in t.names:
+            vocab.setdefault(name, len(vocab))
+    nb = len(vocab)
+    present = np.zeros((n, nb), dtype=bool)
+    static = np.zeros((n, nb), dtype=bool)
+    cols = []
+    for i, t in enumerate(traces):
+        c = np.array([vocab[name] for name in t.names], dtype=np.intp)
+        cols.append(c)
+        present[i, c] = True
+        static[i, c] = ~t.dynamic_mask
+    # bodies static wherever they appear need one frame; the rest need all frames
+    moving = (present & ~static).any(axis=0)
+    dyn_cols = np.nonzero(moving)[0]
+    st_cols = np.nonzero(~moving)[0]
+
+    # static part: [N, S, D] positions, pairwise constant distances
+    s_pos = np.zeros((n, st_cols.size, dim))
+    d_pos = np.zeros((n, t_max, dyn_cols.size, dim), dtype=np.float64)
+    dyn_index = {int(c): k for k, c in enumerate(dyn_cols)}
+    st_index = {int(c): k for k, c in enumerate(st_cols)}
+    for i, t in enumerate(traces):
+        pos = t.position
+        for j, c in enumerate(cols[i]):
+            c = int(c)
+            if c in dyn_index:
+                d_pos[i, :, dyn_index[c]] = _held(pos[:, j], t_max)
+            else:
+                s_pos[i, st_index[c]] = pos[0, j]
+    s_present = present[:, st_cols].astype(np.float64)
+    d_present = present[:, dyn_cols].astype(np.float64)
+    # static bodies: distance [N, N, S]; a pair counts the body only where positions differ
+    s_dist = np.linalg.norm(s_pos[:, None] - s_pos[None, :], axis=-1)
+    s_both = s_present[:, None] * s_present[None, :]
+    s_count = (s_both * (s_dist > 0)).sum(-1)
+    s_sum = (s_both * s_dist).sum(-1)  # per frame, the same at every frame
+    shared_any = (present.astype(np.float64) @ present.T.astype(np.float64)) > 0
+    d_count = d_present @ d_present.T  # [N, N]
+
+    # moving bodies: sum over frames of masked per-body distances, blockwise over rows
+    d_sum = np.zeros((n, n))
+    last = np.zeros((n, n))
+    if dyn_cols.size:
+        x = d_pos.astype(np.float32)
+        per_row = max(1, n * t_max * dyn_cols.size * dim * 4 * 3)
+        rows = max(1, int(block_bytes // per_row))
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            # only j >= start: the lower triangle mirrors the upper one
+            diff = x[start:stop, None] - x[None, start:]  # [r, n', T, B, D]
+            dist = np.sqrt(np.einsum("...d,...d->...", diff, diff))  # [r, n', T, B]
+            mask = (d_present[start:stop, None] * d_present[None, start:]).astype(np.float32)
+            dist *= mask[:, :, None, :]
+            per_frame = dist.sum(-1)  # [r, n', T]
+            d_sum[start:stop, start:] = per_frame.sum(-1, dtype=np.float64)
+            last[start:stop, start:] = per_frame[:, :, -1]
+        iu = np.triu_indices(n, 1)
+        d_sum[(iu[1], iu[0])] = d_sum[iu]
+        last[(iu[1], iu[0])] = last[iu]
+    # frames beyond max(T_i, T_j) are both held, so they repeat the distance of the last frame
+    pair_len = np.maximum(lengths[:, None], lengths[None, :]).astype(np.float64)
+    d_sum -= (t_max - pair_len) * last
+    count = d_count + s_count
+    total = d_sum + pair_len * s_sum
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(count > 0, total / (pair_len * np.maximum(count, 1)), 0.0)
+    if not shared_any.all():
+        i, j = np.argwhere(~shared_any)[0]
+        raise ValueError(f"traces {i} and {j} share no body by name; their trace distance is undefined")
+    np.fill_diagonal(out, 0.0)
+    return np.maximum(out, 0.0)
+
+
+# ----------------------------------------------------------- annotation distance
+def _smooth(counts: np.ndarray) -> np.ndarray:
+    """Blur over bins (mass-preserving at the edges), normalise, mix with uniform."""
+    c = np.asarray(counts, dtype=np.float64)
+    if c.shape[-1] > 1:
+        left = np.concatenate([c[..., :1], c[..., :-1]], axis=-1)
+        right = np.concatenate([c[..., 1:], c[..., -1:]], axis=-1)
+        c = BLUR_KERNEL[0] * left + BLUR_KERNEL[1] * c + BLUR_KERNEL[2] * right
+    total = c.sum(-1, keepdims=True)
+    bins = c.shape[-1]
+    p = np.divide(c, total, out=np.full_like(c, 1.0 / bins), where=total > 0)
+    return (1.0 - EPSILON) * p + EPSILON / bins
+
+
+def _counts(annotation: Annotation, patterns: Sequence[str], bins: int, horizon: int) -> np.ndarray:
+    """``[L, B]`` counts of active frames (each frame once per pattern, as in the binary matrix)."""
+    col = {p: i for i, p in enumerate(patterns)}
+    ls, fs = [], []
+    for e in annotation.events:
+        k = col.get(e.pattern)
+        if k is not None:
+            ls.append(k)
+            fs.append(e.frame)
+    out = np.zeros((len(patterns), bins))
+    if not ls:
+        return out
+    key = np.unique(np.asarray(ls, dtype=np.int64) * (horizon + 1) + np.asarray(fs, dtype=np.int64))
+    ll, ff = key // (horizon + 1), key % (horizon + 1)
+    b = np.minimum(ff * bins // max(horizon, 1), bins - 1)
+    np.add.at(out, (ll, b), 1.0)
+    return out
+
+
+def pattern_histograms(
+    annotation: Annotation, patterns: Sequence[str], bins: int = DEFAULT_BINS, horizon: int | None = None
+) -> np.ndarray:
+    """``[L, B]``: per pattern, the smoothed, normalised histogram of activation times.
+
+    ``horizon`` (frames) spans the bins; default ``annotation.num_frames``.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    h = annotation.num_frames if horizon is None else int(horizon)
+    return _smooth(_counts(annotation, patterns, bins, max(h, 1)))
+
+
+def histogram_stack(
+    annotations: Sequence[Annotation], patterns: Sequence[str], bins: int = DEFAULT_BINS, horizon: int | None = None
+) -> np.ndarray:
+    """``[N, L, B]`` histograms on a shared horizon (default: the longest annotation)."""
+    if horizon is None:
+        horizon = max((a.num_frames for a in annotations), default=1)
+    if not annotations:
+        return np.zeros((0, len(patterns), bins))
+    return np.stack([pattern_histograms(a, patterns, bins, horizon) for a in annotations])
+
+
+def histogram_cross_entropy(p: np.ndarray, q: np.ndarray) -> float:
+    """Symmetrised cross-entropy ``(H(p, q) + H(q, p)) / 2`` of two smoothed histograms (nats)."""
+    return float(histogram_cross_entropy_stack(np.asarray(p), np.asarray(q)))
+
+
+def histogram_cross_entropy_stack(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Elementwise over leading axes (broadcast): ``p[..., B]``, ``q[..., B]`` -> ``[...]``.
+
+    For novelty: a candidate's histograms ``[N, 1, B]`` against the library's
+    ``[N, L, B]`` on the same traces give ``[N, L]`` in one call.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    return -0.5 * ((p * np.log(q)).sum(-1) + (q * np.log(p)).sum(-1))
+
+
+def histogram_cross_entropy_matrix(p: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
+    """Pairwise symmetrised cross-entropy: ``p[N, B]``, ``q[M, B]`` -> ``[N, M]`` (matrix products)."""
+    p = np.asarray(p, dtype=np.float64)
+    q = p if q is None else np.asarray(q, dtype=np.float64)
+    return -0.5 * (p @ np.log(q).T + np.log(p) @ q.T)
+
+
+def pattern_distance_matrices(hist: np.ndarray, divergence: str = "cross-entropy") -> np.ndarray:
+    """``[L, N, N]``: per-pattern distance matrices from ``hist[N, L, B]``.
+
+    The evolver keeps these for the library and averages in a candidate's own
+    matrix instead of recomputing everything.
+    """
+    _check_divergence(divergence)
+    h = np.asarray(hist, dtype=np.float64).transpose(1, 0, 2)  # [L, N, B]
+    logh = np.log(h)
+    cross = np.einsum("lib,ljb->lij", h, logh)  # sum_b p_i log p_j
+    d = -0.5 * (cross + cross.transpose(0, 2, 1))
+    if divergence == "jeffreys":
+        ent = -np.einsum("lib,lib->li", h, logh)
+        d = d - 0.5 * (ent[:, :, None] + ent[:, None, :])
+    return d
+
+
+def _check_divergence(divergence: str) -> None:
+    if divergence not in _DIVERGENCES:
+        raise ValueError(f"divergence must be one of {_DIVERGENCES}, got {divergence!r}")
+
+
+def distance_from_histograms(hist: np.ndarray, divergence: str = "cross-entropy") -> np.ndarray:
+    """``[N, N]`` annotation distances from ``hist[N, L, B]`` (mean over patterns).
+
+    All patterns at once as one ``[N, L*B] @ [L*B, N]`` product.
+    """
+    _check_divergence(divergence)
+    h = np.asarray(hist, dtype=np.float64)
+    n, num_patterns, _ = h.shape
+    if num_patterns == 0:
+        return np.zeros((n, n))
+    flat = h.reshape(n, -1)
+    logflat = np.log(flat)
+    cross = flat @ logflat.T
+    d = -0.5 * (cross + cross.T) / num_patterns
+    if divergence == "jeffreys":
+        ent = -(flat * logflat).sum(-1) / num_patterns
+        d = d - 0.5 * (ent[:, None] + ent[None, :])
+        np.fill_diagonal(d, 0.0)
+        d = np.maximum(d, 0.0)
+    return d
+
+
+def annotation_distance(
+    a: Annotation, b: Annotation, patterns: Sequence[str], bins: int = DEFAULT_BINS,
+    horizon: int | None = None, divergence: str = "cross-entropy",
+) -> float:
+    """``d_A(a, b)`` for one pair (horizon default: the longer of the two)."""
+    return float(annotation_distance_matrix([a, b], patterns, bins, horizon, divergence)[0, 1])
+
+
+def annotation_distance_matrix(
+    annotations: Sequence[Annotation], patterns: Sequence[str], bins: int = DEFAULT_BINS,
+    horizon: int | None = None, divergence: str = "cross-entropy",
+) -> np.ndarray:
+    """Symmetric ``[N, N]`` annotation distances over ``patterns`` (see module docstring)."""
+    return distance_from_histograms(histogram_stack(annotations, patterns, bins, horizon), divergence)

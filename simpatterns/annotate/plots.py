@@ -1,0 +1,142 @@
+"""Pictures of annotations: a timeline plot (PNG) and the captioned rollout GIF.
+
+Timeline plot: one row per pattern (library order, top to bottom), time in
+seconds along x. A bar spans consecutive frames on which the pattern is
+active (any objects); a single-frame activation is a vertical tick. Rows of
+patterns that never fired are left empty with a grey label; a pattern whose
+detector failed shows "error" in red. With the trace given, the title names
+the scene and action and a dashed line marks when the goal was reached.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from simpatterns.annotate.annotation import Annotation
+from simpatterns.trace import Trace, runs_of_true
+
+
+def _atomic_target(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+
+
+def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace | None = None) -> Path:
+    """Write the timeline plot of ``annotation`` as a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    patterns = list(annotation.patterns)
+    n = max(1, len(patterns))
+    dt = annotation.dt
+    duration = max(annotation.num_frames * dt, dt)
+    fig = Figure(figsize=(10, 0.9 + 0.28 * n), dpi=110)
+    ax = fig.add_subplot(1, 1, 1)
+    cmap = matplotlib.colormaps["tab20"]
+    for row, pattern in enumerate(patterns):
+        y = n - 1 - row
+        frames = annotation.frames(pattern)
+        colour = cmap(row % 20)
+        if frames.size:
+            active = np.zeros(annotation.num_frames, dtype=bool)
+            active[frames[(frames >= 0) & (frames < annotation.num_frames)]] = True
+            runs = runs_of_true(active)
+            spans = [(s * dt, (e - s + 1) * dt) for s, e in runs if e > s]
+            ticks = [s * dt for s, e in runs if e == s]
+            if spans:
+                ax.broken_barh(spans, (y - 0.3, 0.6), facecolors=colour)
+            if ticks:
+                ax.vlines(ticks, y - 0.35, y + 0.35, colors=[colour], linewidth=1.2)
+        if pattern in annotation.errors:
+            ax.text(duration / 2, y, "error", color="red", va="center", ha="center", fontsize=8)
+    ax.set_yticks(range(n))
+    labels = list(reversed(patterns)) or [""]
+    ax.set_yticklabels(labels, fontsize=8)
+    for tick, pattern in zip(ax.get_yticklabels(), labels):
+        if pattern and not annotation.by_pattern(pattern):
+            tick.set_color("0.55")
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(0, duration)
+    ax.set_xlabel("time (s)")
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    title = annotation.trace_id or "annotation"
+    if trace is not None:
+        meta = trace.meta
+        bits = []
+        if meta.get("template"):
+            bits.append(f"template {meta['template']}")
+        if meta.get("variant") is not None:
+            bits.append(f"variant {meta['variant']}")
+        if meta.get("action") is not None:
+            bits.append("action (" + ", ".join(f"{v:.2f}" for v in meta["action"]) + ")")
+        if bits:
+            title = ", ".join(bits)
+        solved = meta.get("solved_frame")
+        if meta.get("success") and isinstance(solved, int):
+            ax.axvline(solved * dt, color="green", linestyle="--", linewidth=1)
+            title += f" - goal reached at {solved * dt:.2f} s"
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    tmp = _atomic_target(path)
+    fig.savefig(tmp, format="png")
+    os.replace(tmp, path)
+    return path
+
+
+def frame_captions(annotation: Annotation, frames: list[int], trace: Trace | None = None,
+                   max_lines: int = 6) -> list[list[str]]:
+    """Per shown frame, the patterns active since the previous shown frame (inclusive
+    of this one), as ``"pattern: objects"`` lines, at most ``max_lines`` (then ``+k more``)."""
+    names = set(trace.names) if trace is not None else set()
+    order = {p: i for i, p in enumerate(annotation.patterns)}
+    out: list[list[str]] = []
+    bounds = [-1] + list(frames)
+    by_frame: dict[int, list] = {}
+    for e in annotation.events:
+        by_frame.setdefault(e.frame, []).append(e)
+    for k, f in enumerate(frames):
+        seen: dict[str, None] = {}
+        for g in range(bounds[k] + 1, f + 1):
+            for e in sorted(by_frame.get(g, []), key=lambda e: order.get(e.pattern, 0)):
+                objs = [v for v in e.params.values() if isinstance(v, str) and (not names or v in names)]
+                seen.setdefault(e.pattern + (": " + ", ".join(objs) if objs else ""), None)
+        lines = list(seen)
+        if len(lines) > max_lines:
+            lines = lines[: max_lines - 1] + [f"+{len(lines) - max_lines + 1} more"]
+        out.append(lines)
+    return out
+
+
+def captioned_gif(
+    trace: Trace, annotation: Annotation, path: str | os.PathLike, fps: float = 30, stride: int = 2,
+    size: int = 256, max_lines: int = 6,
+) -> Path:
+    """The rollout as a GIF (every ``stride``-th frame, plus the last) with the events active
+    at each shown frame (since the previous shown one) captioned under it."""
+    from simpatterns.simulators.phyre.render import caption_strip, render_frames
+
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    if fps <= 0:
+        raise ValueError(f"fps must be positive, got {fps}")
+    path = Path(path)
+    frames = list(range(0, trace.num_frames, stride))
+    if frames[-1] != trace.num_frames - 1:
+        frames.append(trace.num_frames - 1)
+    captions = frame_captions(annotation, frames, trace, max_lines)
+    height = max(1, max(len(c) for c in captions))
+    images = []
+    for f, img, lines in zip(frames, render_frames(trace, frames, size), captions):
+        stamp = f"t = {f * trace.dt:.2f} s"
+        images.append(caption_strip(img, [stamp] + lines + [""] * (height - len(lines))))
+    tmp = _atomic_target(path)
+    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                   duration=int(round(1000.0 / fps)), loop=0)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,68 @@
+"""CLI: ``simpatterns library list`` and ``simpatterns library show NAME``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+console = Console()
+library_app = typer.Typer(help="Inspect a pattern library (the built-in guided one by default).", no_args_is_help=True)
+
+LIBRARY_OPTION_HELP = "'builtin' or a library directory (with library.json)"
+
+
+def open_library(spec: str):
+    """``builtin`` or a directory/manifest path -> `PatternLibrary`; exits with a clear error."""
+    from simpatterns.detectors.library import LibraryError, PatternLibrary
+
+    try:
+        return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
+    except LibraryError as exc:
+        console.print(f"[red]error:[/red] library {spec!r}: {exc}")
+        raise typer.Exit(2)
+
+
+@library_app.command("list")
+def list_cmd(library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_OPTION_HELP)) -> None:
+    """Every pattern in run order: label, provenance, dependencies, params."""
+    lib = open_library(library)
+    table = Table(title=f"{len(lib)} patterns ({library})")
+    for col in ("#", "pattern", "provenance", "depends on", "params", "fitness"):
+        table.add_column(col)
+    for k, entry in enumerate(lib.entries(), start=1):
+        table.add_row(
+            str(k), entry.label, entry.provenance, ", ".join(entry.depends) or "-",
+            ", ".join(entry.params) or "-", "-" if entry.fitness is None else f"{entry.fitness:.3f}",
+        )
+    console.print(table)
+
+
+@library_app.command("show")
+def show_cmd(
+    name: str = typer.Argument(..., help="pattern label, e.g. 'bounce'"),
+    library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_OPTION_HELP),
+    source: bool = typer.Option(True, "--source/--no-source", help="print the detector's code"),
+) -> None:
+    """One pattern: description, dependencies, dependents, params, provenance and code."""
+    lib = open_library(library)
+    if name not in lib:
+        console.print(f"[red]error:[/red] no pattern {name!r}; patterns are: {', '.join(lib.labels)}")
+        raise typer.Exit(2)
+    entry = lib.entry(name)
+    console.print(f"[bold]{entry.label}[/bold]  ({entry.provenance}"
+                  + ("" if entry.fitness is None else f", fitness {entry.fitness:.3f}") + ")")
+    console.print(entry.description)
+    console.print(f"depends on: {', '.join(entry.depends) or '-'}")
+    console.print(f"used by:    {', '.join(lib.dependents(entry.label, transitive=False)) or '-'}")
+    console.print(f"params:     {', '.join(entry.params) or '-'}")
+    console.print(f"file:       {entry.file}  (source hash {entry.source_hash})")
+    if source:
+        console.print(Syntax(lib.get(name).source, "python", line_numbers=True))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(library_app, name="library")

@@ -1,0 +1,506 @@
+"""The sandbox's fork server: runs as ``python -I -m simpatterns.evolve.forkserver``.
+
+The parent (`simpatterns.evolve.sandbox.SandboxWorker`) starts this module in
+an isolated interpreter with a scrubbed environment and its own session. It
+imports numpy once, receives the job's traces once, and then forks one child
+per candidate, so a candidate costs a fork, not an interpreter start.
+
+Each child, before running any candidate code:
+
+- starts its own session (``setsid``: pgid = pid) so it is killed as a group;
+- points stdin at /dev/null and stdout/stderr at a capped file in a fresh
+  empty directory, and closes every other descriptor but its result pipe;
+- when running as root: ``chroot``s into that empty directory and drops to
+  the ``nobody`` user (no capabilities, so RLIMIT_NPROC is enforced and no
+  file outside is visible: /etc/passwd, the library, the traces on disk);
+- sets RLIMIT_CPU, RLIMIT_AS (current size + the memory budget),
+  RLIMIT_FSIZE (output cap), RLIMIT_NPROC = 1 (no fork, no threads),
+  RLIMIT_NOFILE and RLIMIT_CORE = 0;
+- executes the candidate with builtins stripped of file, code and
+  introspection access and an ``__import__`` that only knows numpy and math.
+
+The server itself runs in a fresh network namespace when the kernel allows
+it (root), so children have no network at all. The server enforces the
+wall clock (a short deadline until the smoke traces are done, then the
+full one), kills the child's process group, reaps it and removes its
+directory. Messages to and from the parent are length-prefixed pickles
+(the parent and this server are trusted); a child's result is JSON,
+size-capped, parsed here and checked again by the parent.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+# Pre-import the numpy parts a detector may reach lazily: inside the chroot the
+# files are not visible, so a lazy import would fail there.
+import numpy.fft  # noqa: F401
+import numpy.linalg  # noqa: F401
+import numpy.polynomial  # noqa: F401
+import numpy.random  # noqa: F401
+import numpy.lib.stride_tricks  # noqa: F401
+
+from simpatterns.detectors.contract import DetectorError, validate_events
+
+NOBODY = 65534
+CLONE_NEWNET = 0x40000000
+HEADER = struct.Struct(">Q")
+TAG_SMOKE = b"S"
+TAG_RESULT = b"R"
+SETUP_FAILED = 70  # the child's exit status when confinement itself failed
+
+# What candidates may use from builtins. No open/exec/eval/compile/globals/vars/
+# type/object introspection, no input, no exit.
+SAFE_BUILTIN_NAMES = (
+    "abs", "all", "any", "bool", "callable", "dict", "divmod", "enumerate", "filter", "float",
+    "frozenset", "hash", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max",
+    "min", "next", "pow", "print", "range", "repr", "reversed", "round", "set", "slice", "sorted",
+    "str", "sum", "tuple", "zip", "bin", "hex", "oct", "chr", "ord", "format", "complex", "bytes",
+    "ascii", "id", "hasattr", "object", "staticmethod", "classmethod", "property", "super",
+    "True", "False", "None", "NotImplemented", "Ellipsis",
+    "ArithmeticError", "AssertionError", "AttributeError", "Exception", "IndexError", "KeyError",
+    "LookupError", "NameError", "OverflowError", "RuntimeError", "StopIteration", "TypeError",
+    "ValueError", "ZeroDivisionError", "FloatingPointError", "NotImplementedError",
+    "UnboundLocalError", "BaseException",
+)
+ALLOWED_MODULES = ("numpy", "math")
+
+
+# ----------------------------------------------------------------- framing
+def read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError("pipe closed")
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def send(fd: int, obj: Any) -> None:
+    blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    write_all(fd, HEADER.pack(len(blob)) + blob)
+
+
+def recv(fd: int) -> Any:
+    (n,) = HEADER.unpack(read_exact(fd, HEADER.size))
+    return pickle.loads(read_exact(fd, n))
+
+
+# ----------------------------------------------------------------- server
+class Server:
+    def __init__(self, proto_in: int, proto_out: int, root: str):
+        self.proto_in = proto_in
+        self.proto_out = proto_out
+        self.root = root
+        self.traces: list[Any] = []
+        self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
+        self.is_root = os.geteuid() == 0
+        self.netns = False
+
+    def isolate_network(self) -> None:
+        """Move this server (and so every child) into an empty network namespace."""
+        if not self.is_root:
+            return
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            self.netns = libc.unshare(CLONE_NEWNET) == 0
+        except (OSError, AttributeError):
+            self.netns = False
+        finally:
+            # the candidate's restricted __import__ cannot reach it anyway; keep sys.modules small
+            for name in [m for m in sys.modules if m == "ctypes" or m.startswith("ctypes.")]:
+                sys.modules.pop(name, None)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "root_user": self.is_root,
+            "chroot_and_nobody": self.is_root,
+            "network_namespace": self.netns,
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+        }
+
+    def serve(self) -> None:
+        send(self.proto_out, {"op": "ready", "info": self.info()})
+        while True:
+            try:
+                msg = recv(self.proto_in)
+            except EOFError:
+                return
+            op = msg.get("op")
+            if op == "load":
+                self.traces = list(msg["traces"])
+                for t in self.traces:  # build cached views once, not in every child
+                    t.touching_matrix()
+                send(self.proto_out, {"op": "loaded", "n": len(self.traces)})
+            elif op == "deps":
+                self.deps = dict(msg["events"])
+                send(self.proto_out, {"op": "deps_set", "patterns": sorted(self.deps)})
+            elif op == "eval":
+                result = self.evaluate(msg)
+                send(self.proto_out, {"op": "result", **result})
+            elif op == "ping":
+                send(self.proto_out, {"op": "pong"})
+            elif op == "quit":
+                return
+            else:
+                send(self.proto_out, {"op": "error", "detail": f"unknown op {op!r}"})
+
+    # ------------------------------------------------------------ one candidate
+    def evaluate(self, req: dict[str, Any]) -> dict[str, Any]:
+        cand_dir = tempfile.mkdtemp(prefix="cand-", dir=self.root)
+        out_path = os.path.join(cand_dir, "output.txt")
+        out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        r, w = os.pipe()
+        vm_kb = _vm_size_kb()
+        t_start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # ---- child: never returns
+            try:
+                os.close(r)
+                _child(req, self, cand_dir, out_fd, w, vm_kb)
+            finally:
+                os._exit(SETUP_FAILED)
+        os.close(w)
+        os.close(out_fd)
+        send(self.proto_out, {"op": "started", "pid": pid})
+        try:
+            outcome = self._collect(pid, r, req, t_start)
+        finally:
+            os.close(r)
+            _kill_group(pid)
+            status = _reap(pid)
+            _kill_group(pid)  # anything it left in its group (it cannot fork, but be sure)
+        outcome["wall_s"] = time.perf_counter() - t_start
+        outcome["pid"] = pid
+        outcome["exit_status"] = status
+        if "reason" not in outcome and "result" not in outcome:
+            outcome.update(_status_reason(status, outcome.get("smoke_done", False)))
+        if outcome.get("reason") in ("exception", "exited", "crashed", "output_limit") and not outcome.get("detail"):
+            outcome["detail"] = _tail(out_path)
+        try:
+            outcome["output_bytes"] = os.path.getsize(out_path)
+        except OSError:
+            outcome["output_bytes"] = 0
+        shutil.rmtree(cand_dir, ignore_errors=True)
+        return outcome
+
+    def _collect(self, pid: int, r: int, req: dict[str, Any], t_start: float) -> dict[str, Any]:
+        smoke_deadline = t_start + float(req["smoke_timeout_s"])
+        full_deadline = t_start + float(req["timeout_s"])
+        cap = int(req["max_result_bytes"])
+        buf = bytearray()
+        smoke_done = False
+        while True:
+            deadline = full_deadline if smoke_done else min(smoke_deadline, full_deadline)
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                _kill_group(pid)
+                stage = "full run" if smoke_done else "smoke test"
+                limit = req["timeout_s"] if smoke_done else req["smoke_timeout_s"]
+                return {"reason": "timeout", "detail": f"{stage} exceeded {limit:g} s wall clock",
+                        "smoke_done": smoke_done}
+            ready, _, _ = select.select([r], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                return {"smoke_done": smoke_done}  # EOF without a result: classify by exit status
+            buf += chunk
+            if len(buf) > cap + 16:
+                _kill_group(pid)
+                return {"reason": "output_too_large", "detail": f"result larger than {cap} bytes",
+                        "smoke_done": smoke_done}
+            while buf:
+                tag = bytes(buf[:1])
+                if tag == TAG_SMOKE:
+                    del buf[:1]
+                    smoke_done = True
+                    continue
+                if tag != TAG_RESULT:
+                    _kill_group(pid)
+                    return {"reason": "sandbox_error", "detail": "garbled result stream"}
+                if len(buf) < 1 + HEADER.size:
+                    break
+                (n,) = HEADER.unpack(bytes(buf[1:1 + HEADER.size]))
+                if n > cap:
+                    _kill_group(pid)
+                    return {"reason": "output_too_large", "detail": f"result of {n} bytes, limit {cap}"}
+                if len(buf) < 1 + HEADER.size + n:
+                    break
+                payload = bytes(buf[1 + HEADER.size:1 + HEADER.size + n])
+                try:
+                    result = json.loads(payload, parse_constant=_no_constants)
+                except (ValueError, RecursionError) as exc:
+                    return {"reason": "invalid_events", "detail": f"result is not plain JSON ({exc})"}
+                if not isinstance(result, dict):
+                    return {"reason": "sandbox_error", "detail": "result is not an object"}
+                return {"result": result, "smoke_done": True}
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _vm_size_kb() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except OSError as exc:
+        if exc.errno != errno.ESRCH:
+            raise
+
+
+def _reap(pid: int) -> int:
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            return status
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+
+
+def _status_reason(status: int, smoke_done: bool) -> dict[str, str]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        if sig == signal.SIGXCPU or sig == signal.SIGKILL:
+            # SIGXCPU at the soft CPU limit, SIGKILL at the hard one (we only send
+            # SIGKILL on the wall clock, which returns before reaching here)
+            return {"reason": "cpu_limit", "detail": f"killed by {name} (CPU-time limit)"}
+        if sig == signal.SIGXFSZ:
+            return {"reason": "output_limit", "detail": "wrote more than the output cap"}
+        return {"reason": "crashed", "detail": f"killed by {name}"}
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    if code == SETUP_FAILED:
+        return {"reason": "sandbox_error", "detail": "the sandbox could not confine the child"}
+    return {"reason": "exited", "detail": f"process exited with status {code} without a result"}
+
+
+def _tail(path: str, limit: int = 400) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return " | ".join(ln.strip() for ln in text.splitlines() if ln.strip())[-limit:]
+
+
+# ------------------------------------------------------------------ child
+def _child(req: dict[str, Any], server: Server, cand_dir: str, out_fd: int, w: int, vm_kb: int) -> None:
+    import resource
+
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    keep = w
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU):
+        signal.signal(sig, signal.SIG_DFL)
+    os.environ.clear()
+    if server.is_root:
+        # Fail closed: as root RLIMIT_NPROC is not enforced and every file is readable.
+        os.chroot(cand_dir)
+        os.chdir("/")
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    else:
+        os.chdir(cand_dir)
+    cpu = max(1, int(math.ceil(float(req["cpu_s"]))))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    if vm_kb:
+        extra = int(req["memory_mb"]) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm_kb * 1024 + extra, vm_kb * 1024 + extra))
+    out_cap = int(req["output_bytes"])
+    resource.setrlimit(resource.RLIMIT_FSIZE, (out_cap, out_cap))
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sys.setrecursionlimit(int(req.get("recursion_limit", 1000)))
+    result = _run_candidate(req, server, w)
+    payload = json.dumps(result, allow_nan=False, separators=(",", ":")).encode()
+    if len(payload) > int(req["max_result_bytes"]):
+        payload = json.dumps({"reason": "output_too_large",
+                              "detail": f"result of {len(payload)} bytes, limit {req['max_result_bytes']}"}).encode()
+    write_all(w, TAG_RESULT + HEADER.pack(len(payload)) + payload)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _restricted_builtins() -> dict[str, Any]:
+    import builtins
+
+    safe = {name: getattr(builtins, name) for name in SAFE_BUILTIN_NAMES if hasattr(builtins, name)}
+    real_import = builtins.__import__
+    real_getattr = builtins.getattr
+
+    def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level or name.split(".")[0] not in ALLOWED_MODULES:
+            raise ImportError(f"import of {name!r} is not allowed")
+        for item in fromlist or ():
+            if str(item).startswith("_"):
+                raise ImportError(f"import of {name}.{item} is not allowed")
+        return real_import(name, globals, locals, fromlist, level)
+
+    def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+        if not isinstance(name, str) or name.startswith("_"):
+            raise AttributeError(f"attribute {name!r} is not allowed")
+        return real_getattr(obj, name, *default)
+
+    safe["__import__"] = guarded_import
+    safe["getattr"] = guarded_getattr
+    safe["__build_class__"] = builtins.__build_class__
+    return safe
+
+
+def _line_of(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<candidate>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f" (line {line})" if line is not None else ""
+
+
+def _exc_reason(exc: BaseException) -> dict[str, Any]:
+    text = f"{type(exc).__name__}: {exc}"[:300] + _line_of(exc)
+    if isinstance(exc, MemoryError):
+        return {"reason": "memory", "detail": text}
+    if isinstance(exc, RecursionError):
+        return {"reason": "recursion", "detail": text}
+    if isinstance(exc, SystemExit):
+        return {"reason": "exited", "detail": f"SystemExit({exc.code!r})"}
+    if isinstance(exc, Exception):
+        return {"reason": "exception", "detail": text}
+    return {"reason": "base_exception", "detail": text}
+
+
+def check_events(
+    raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int
+) -> list[tuple[int, dict]] | dict[str, str]:
+    """Schema-check one trace's events: the contract's `validate_events` plus the
+    declared PARAMS keys and body names. Returns the plain events, or a reason dict.
+    Used in the child and again by the parent on what the child sent."""
+    if isinstance(raw, (list, tuple)) and len(raw) > max_events:
+        return {"reason": "too_many_events", "detail": f"{len(raw)} events on trace {idx}, limit {max_events}"}
+    try:
+        events = validate_events(raw, pattern, num_frames, max_events=max_events)
+    except DetectorError as exc:
+        return {"reason": "invalid_events", "detail": f"trace {idx}: {str(exc).split(': ', 1)[-1]}"}
+    for i, (_, p) in enumerate(events):
+        keys = p.keys()
+        if keys - params:
+            return {"reason": "unknown_params",
+                    "detail": f"trace {idx} event {i}: keys {sorted(keys - params)} not in PARAMS {sorted(params)}"}
+        if params - keys:
+            return {"reason": "missing_params", "detail": f"trace {idx} event {i}: missing keys {sorted(params - keys)}"}
+        for key, value in p.items():
+            if key.startswith("object") and isinstance(value, str) and value not in names:
+                return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={value!r} is not a body name"}
+    return events
+
+
+def _run_candidate(req: dict[str, Any], server: Server, w: int) -> dict[str, Any]:
+    pattern = req["pattern"]
+    params = list(req["params"])
+    depends = list(req["depends"])
+    order = list(req["order"])
+    n_smoke = int(req["n_smoke"])
+    max_events = int(req["max_events_per_trace"])
+    ns: dict[str, Any] = {"__builtins__": _restricted_builtins(), "__name__": "candidate",
+                          "np": np, "numpy": np, "math": math}
+    events_out: dict[str, list] = {}
+    times: dict[str, float] = {}
+    try:
+        exec(compile(req["source"], "<candidate>", "exec"), ns)
+        detect = ns.get("detect")
+        if not callable(detect):
+            return {"reason": "contract", "detail": "detect is not callable"}
+        param_set = frozenset(params)
+        for k, idx in enumerate(order):
+            trace = server.traces[idx]
+            dep_events = {d: [(f, dict(p)) for f, p in server.deps[d][idx]] for d in depends}
+            t0 = time.perf_counter()
+            raw = detect(trace, dep_events)
+            times[str(idx)] = time.perf_counter() - t0
+            checked = check_events(raw, pattern, trace.num_frames, param_set, set(trace.names), max_events, idx)
+            if isinstance(checked, dict):
+                return checked
+            events = checked
+            events_out[str(idx)] = [[f, p] for f, p in events]
+            if k + 1 == n_smoke:
+                write_all(w, TAG_SMOKE)
+    except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the result
+        return _exc_reason(exc)
+    return {"events": events_out, "times": times}
+
+
+def main() -> None:
+    # Keep the protocol pipes away from fds 0/1 so stray prints cannot corrupt them.
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="simpatterns-sandbox-")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    server = Server(proto_in, proto_out, root)
+    server.isolate_network()
+    try:
+        server.serve()
+    except Exception:  # noqa: BLE001 - report and die; the parent restarts us
+        traceback.print_exc()
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""The AST gate: a cheap static filter in front of the sandbox.
+
+It rejects candidates that obviously try to leave the detector contract
+(imports other than numpy/math, file or process access, introspection
+through underscore attributes) before a process is spent on them, and it
+names the reason so the LLM can be told. It is a filter, not the security
+boundary: the sandbox (`simpatterns.evolve.sandbox`) assumes the gate can be
+bypassed and contains the candidate on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from simpatterns.detectors.contract import ALLOWED_IMPORTS, DetectorError, declared_names, normalize_label
+from simpatterns.evolve import reasons as R
+from simpatterns.evolve.reasons import Rejected
+
+FORBIDDEN_NAMES = frozenset({
+    "open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+    "input", "help", "exit", "quit", "setattr", "delattr", "memoryview", "__builtins__",
+    "__loader__", "__spec__",
+})
+# Attribute names that reach files, processes or foreign code through numpy or the
+# Trace object even without an import (np.save, np.ctypeslib, trace.save, ...).
+FORBIDDEN_ATTRIBUTES = frozenset({
+    "ctypeslib", "ctypes", "load", "save", "savez", "savez_compressed", "savetxt", "loadtxt",
+    "genfromtxt", "fromfile", "tofile", "fromregex", "memmap", "open_memmap", "DataSource",
+    "testing", "f2py", "distutils", "os", "sys", "system", "popen", "environ", "from_bytes",
+    "dump", "dumps",
+})
+INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
+
+
+@dataclass(frozen=True)
+class CandidateInfo:
+    """What the gate learned from a candidate's source (nothing has run)."""
+
+    pattern: str
+    description: str
+    depends: list[str]
+    params: list[str]
+    num_lines: int
+
+
+def count_lines(source: str) -> int:
+    """Non-blank lines: the length the length penalty sees."""
+    return sum(1 for ln in source.splitlines() if ln.strip())
+
+
+def check_candidate(
+    source: str,
+    label: str | None = None,
+    available: list[str] | None = None,
+    max_lines: int = 1000,
+    max_chars: int = 200_000,
+) -> CandidateInfo:
+    """Raise `Rejected` with a reason code, or return the candidate's declared names.
+
+    ``label``: the pattern being evolved (PATTERN must match). ``available``:
+    labels the candidate may list in DEPENDS (None: any).
+    """
+    if len(source) > max_chars:
+        raise Rejected(R.TOO_LONG, f"{len(source)} characters, limit {max_chars}")
+    nlines = count_lines(source)
+    if nlines > max_lines:
+        raise Rejected(R.TOO_LONG, f"{nlines} lines, limit {max_lines}")
+    try:
+        tree = ast.parse(source, filename="<candidate>")
+    except SyntaxError as exc:
+        raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
+    _walk(tree)
+    try:
+        values = declared_names(source, "<candidate>")
+    except DetectorError as exc:
+        raise Rejected(R.CONTRACT, str(exc)) from None
+    pattern = normalize_label(values["PATTERN"])
+    if label is not None and pattern != normalize_label(label):
+        raise Rejected(R.WRONG_PATTERN, f"PATTERN is {pattern!r}, expected {normalize_label(label)!r}")
+    depends = [normalize_label(d) for d in values["DEPENDS"]]
+    if pattern in depends:
+        raise Rejected(R.UNKNOWN_DEPENDENCY, f"{pattern!r} depends on itself")
+    if available is not None:
+        unknown = [d for d in depends if d not in set(available)]
+        if unknown:
+            raise Rejected(R.UNKNOWN_DEPENDENCY, f"DEPENDS names {unknown}, not in the library")
+    params = list(values["PARAMS"])
+    if len(set(params)) != len(params):
+        raise Rejected(R.CONTRACT, f"PARAMS repeats a key: {params}")
+    return CandidateInfo(pattern, values["DESCRIPTION"].strip(), depends, params, nlines)
+
+
+def _walk(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] not in ALLOWED_IMPORTS:
+                    raise Rejected(R.FORBIDDEN_IMPORT, f"line {line}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level or mod.split(".")[0] not in ALLOWED_IMPORTS:
+                raise Rejected(R.FORBIDDEN_IMPORT, f"line {line}: from {'.' * node.level}{mod} import ...")
+            for alias in node.names:
+                _check_attr_name(alias.name, line)
+        elif isinstance(node, ast.Name):
+            if node.id in FORBIDDEN_NAMES:
+                raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.id}")
+            if node.id.startswith("__"):
+                raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.id}")
+        elif isinstance(node, ast.Attribute):
+            _check_attr_name(node.attr, line)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in INTROSPECTION_CALLS:
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.func.id} with a computed attribute name")
+            _check_attr_name(name.value, line)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name.startswith("__"):
+            raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.name}")
+        elif isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            raise Rejected(R.FORBIDDEN_NAME, f"line {line}: async code")
+
+
+def _check_attr_name(name: str, line: object) -> None:
+    if name.startswith("_"):
+        raise Rejected(R.FORBIDDEN_ATTRIBUTE, f"line {line}: .{name}")
+    if name in FORBIDDEN_ATTRIBUTES:
+        raise Rejected(R.FORBIDDEN_ATTRIBUTE, f"line {line}: .{name}")

@@ -1,0 +1,472 @@
+"""`LLMClient`: batches of chat requests with concurrency, retries, a budget and a transcript.
+
+The client owns the policy; a backend only makes one attempt::
+
+    client = make_client("openai", base_url="http://localhost:8000/v1")
+    [c] = client.complete([ChatRequest(messages=[{"role": "user", "content": "hi"}])])
+    print(c.text, c.usage)
+
+    # the evolver keeps several requests in flight from asyncio:
+    completions = await client.acomplete(requests)
+
+Retries: timeouts, connection errors, 429, 5xx and malformed bodies are
+retried with exponential backoff (and the server's ``Retry-After``); other
+4xx fail at once. Budget: a hard cap on requests sent and on tokens, checked
+*before* each attempt against a reservation of ``n * max_tokens`` plus an
+estimate of the prompt, so completion tokens can never overshoot; once it
+refuses, nothing more is sent. Every attempt (failed ones too) is a line in
+the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from simpatterns.llm.errors import (
+    LLMBackendError,
+    LLMBudgetExceeded,
+    LLMError,
+    LLMRetriesExhausted,
+)
+from simpatterns.llm.request import ChatRequest, Completion, Usage
+from simpatterns.llm.transcript import TranscriptWriter
+
+log = logging.getLogger(__name__)
+
+
+class Backend:
+    """One attempt at one request. Subclasses: openai, vllm, replay.
+
+    ``call``/``acall`` raise `LLMBackendError` for a failed attempt (its
+    ``kind`` decides whether the client retries) and return a `Completion`
+    whose ``texts``, ``finish_reasons``, ``usage``, ``model`` and
+    ``constrained`` are filled in.
+    """
+
+    name = "backend"
+    #: backends that do their own batching (in-process vLLM) get whole batches
+    supports_batch = False
+
+    @property
+    def model(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def grammar_enabled(self) -> bool:
+        return False
+
+    def disable_grammar(self, reason: str) -> None:  # pragma: no cover - trivial default
+        pass
+
+    def call(self, request: ChatRequest, timeout_s: float | None) -> Completion:
+        raise NotImplementedError
+
+    async def acall(self, request: ChatRequest, timeout_s: float | None) -> Completion:
+        # default: run the blocking call in a worker thread
+        return await asyncio.to_thread(self.call, request, timeout_s)
+
+    def call_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff: ``base_delay_s * 2**(k-1)`` before retry k, capped, with jitter."""
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    jitter: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("RetryPolicy.max_attempts must be >= 1")
+        if self.base_delay_s < 0 or self.max_delay_s < 0 or not 0 <= self.jitter <= 1:
+            raise ValueError("RetryPolicy delays must be >= 0 and jitter in [0, 1]")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        d = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        if retry_after is not None:
+            d = max(d, min(retry_after, self.max_delay_s))
+        return d * (1.0 + self.jitter * random.random())
+
+
+@dataclass
+class _Reservation:
+    tokens: int
+
+
+class Budget:
+    """Hard limits on requests sent and tokens used (prompt + completion), shared by threads."""
+
+    def __init__(self, max_tokens: int | None = None, max_requests: int | None = None) -> None:
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("Budget.max_tokens must be >= 1 or None")
+        if max_requests is not None and max_requests < 1:
+            raise ValueError("Budget.max_requests must be >= 1 or None")
+        self.max_tokens = max_tokens
+        self.max_requests = max_requests
+        self.used_tokens = 0
+        self.used_requests = 0
+        self._reserved_tokens = 0
+        self._in_flight = 0
+        self.exhausted: str | None = None
+        self._lock = threading.Lock()
+
+    def reserve(self, request: ChatRequest) -> _Reservation:
+        need = request.n * request.max_tokens + request.estimated_prompt_tokens()
+        with self._lock:
+            if self.exhausted is None:
+                if self.max_requests is not None and self.used_requests + self._in_flight >= self.max_requests:
+                    self.exhausted = (
+                        f"request budget exhausted: {self.used_requests} of {self.max_requests} requests sent"
+                    )
+                elif self.max_tokens is not None and self.used_tokens + self._reserved_tokens + need > self.max_tokens:
+                    self.exhausted = (
+                        f"token budget exhausted: {self.used_tokens} of {self.max_tokens} tokens used "
+                        f"({self._reserved_tokens} reserved by requests in flight); the next request "
+                        f"could use up to {need} (n={request.n} x max_tokens={request.max_tokens} "
+                        f"+ ~{request.estimated_prompt_tokens()} prompt)"
+                    )
+            if self.exhausted is not None:
+                err = LLMBudgetExceeded(self.exhausted + "; no further requests are sent")
+                err.prompt_hash = request.prompt_hash
+                raise err
+            self._in_flight += 1
+            self._reserved_tokens += need
+            return _Reservation(need)
+
+    def settle(self, reservation: _Reservation, usage: Usage) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._reserved_tokens -= reservation.tokens
+            self.used_requests += 1
+            self.used_tokens += usage.total_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.max_tokens,
+            "max_requests": self.max_requests,
+            "used_tokens": self.used_tokens,
+            "used_requests": self.used_requests,
+            "exhausted": self.exhausted,
+        }
+
+
+class LLMClient:
+    """Sends batches of `ChatRequest`s through a `Backend`.
+
+    ``concurrency`` bounds requests in flight (threads for `complete`, an
+    asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt;
+    ``transcript`` (a path) records every attempt as a JSONL line.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        concurrency: int = 8,
+        timeout_s: float | None = 120.0,
+        retry: RetryPolicy | None = None,
+        budget: Budget | None = None,
+        transcript: str | Path | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("LLMClient.concurrency must be >= 1")
+        self.backend = backend
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.budget = budget or Budget()
+        self.transcript_path = Path(transcript) if transcript is not None else None
+        self._transcript = TranscriptWriter(transcript) if transcript is not None else None
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.usage = Usage()
+        self.attempts_sent = 0
+        self.retries = 0
+        self.failures = 0
+
+    # ---- public API -------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.backend.model
+
+    def complete(
+        self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
+    ) -> list[Any]:
+        """Completions in request order.
+
+        If any request fails, the first failure (by position) is raised after
+        the others finish, with ``.partial`` holding the list of results
+        (``None`` where it failed); with ``return_exceptions=True`` the list
+        holds the `LLMError` in that slot instead.
+        """
+        requests = self._as_list(requests)
+        if self.backend.supports_batch:
+            results = self._complete_batch(requests)
+        elif len(requests) == 1 or self.concurrency == 1:
+            results = [self._capture(self._run_sync, r) for r in requests]
+        else:
+            pool = self._get_pool()
+            futures = [pool.submit(self._capture, self._run_sync, r) for r in requests]
+            results = [f.result() for f in futures]
+        return self._finish(results, return_exceptions)
+
+    def complete_one(self, request: ChatRequest) -> Completion:
+        return self.complete([request])[0]
+
+    async def acomplete(
+        self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
+    ) -> list[Any]:
+        """`complete` for asyncio callers: up to ``concurrency`` requests in flight."""
+        requests = self._as_list(requests)
+        if self.backend.supports_batch:
+            results = await asyncio.to_thread(self._complete_batch, requests)
+            return self._finish(results, return_exceptions)
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def one(r: ChatRequest) -> Any:
+            async with sem:
+                try:
+                    return await self._run_async(r)
+                except LLMError as exc:
+                    return exc
+
+        results = await asyncio.gather(*(one(r) for r in requests))
+        return self._finish(list(results), return_exceptions)
+
+    async def acomplete_one(self, request: ChatRequest) -> Completion:
+        return (await self.acomplete([request]))[0]
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend.name,
+            "model": self.model,
+            "attempts_sent": self.attempts_sent,
+            "retries": self.retries,
+            "failures": self.failures,
+            "usage": self.usage.to_dict(),
+            "budget": self.budget.to_dict(),
+        }
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self.backend.close()
+        if self._transcript is not None:
+            self._transcript.close()
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+        self.close()
+
+    def __enter__(self) -> "LLMClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "LLMClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ---- machinery ----------------------------------------------------------------
+
+    @staticmethod
+    def _as_list(requests: Sequence[ChatRequest] | ChatRequest) -> list[ChatRequest]:
+        if isinstance(requests, ChatRequest):
+            return [requests]
+        requests = list(requests)
+        for i, r in enumerate(requests):
+            if not isinstance(r, ChatRequest):
+                raise TypeError(f"requests[{i}] is a {type(r).__name__}, not a ChatRequest")
+        return requests
+
+    def _get_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="simpatterns-llm")
+            return self._pool
+
+    @staticmethod
+    def _capture(fn, request: ChatRequest) -> Any:
+        try:
+            return fn(request)
+        except LLMError as exc:
+            return exc
+
+    def _finish(self, results: list[Any], return_exceptions: bool) -> list[Any]:
+        if return_exceptions:
+            return results
+        for r in results:
+            if isinstance(r, LLMError):
+                r.partial = [None if isinstance(x, LLMError) else x for x in results]  # type: ignore[attr-defined]
+                raise r
+        return results
+
+    def _record(
+        self,
+        request: ChatRequest,
+        attempt: int,
+        latency_s: float,
+        completion: Completion | None = None,
+        error: LLMError | None = None,
+    ) -> None:
+        with self._lock:
+            self.attempts_sent += 1
+            if completion is not None:
+                self.usage = self.usage + completion.usage
+        if self._transcript is None:
+            return
+        record: dict[str, Any] = {
+            "backend": self.backend.name,
+            "model": completion.model if completion is not None and completion.model else self.backend.model,
+            "prompt_hash": request.prompt_hash,
+            "attempt": attempt,
+            "status": "ok" if completion is not None else "error",
+            "request": request.to_dict(),
+            "response": None,
+            "usage": (completion.usage if completion is not None else Usage()).to_dict(),
+            "latency_s": round(latency_s, 6),
+            "constrained": bool(completion.constrained) if completion is not None else False,
+            "error": None,
+        }
+        if completion is not None:
+            record["response"] = {"texts": list(completion.texts), "finish_reasons": list(completion.finish_reasons)}
+        if error is not None:
+            record["error"] = {
+                "kind": getattr(error, "kind", type(error).__name__),
+                "status": getattr(error, "status", None),
+                "message": str(error),
+            }
+        self._transcript.write(record)
+
+    def _outcome(self, request: ChatRequest, attempt: int, exc: LLMBackendError) -> float | None:
+        """Decide after a failed attempt: seconds to wait before retrying, or raise."""
+        exc.prompt_hash = request.prompt_hash
+        if exc.kind == "grammar_rejected" and self.backend.grammar_enabled:
+            log.warning("server refused the grammar; decoding unconstrained from now on: %s", exc)
+            self.backend.disable_grammar(str(exc))
+            return 0.0  # not a failure of the request: resend at once, same attempt number
+        if not exc.retryable:
+            with self._lock:
+                self.failures += 1
+            raise exc
+        if attempt >= self.retry.max_attempts:
+            with self._lock:
+                self.failures += 1
+            raise LLMRetriesExhausted(request.prompt_hash, attempt, exc) from exc
+        with self._lock:
+            self.retries += 1
+        return self.retry.delay(attempt, exc.retry_after)
+
+    def _run_sync(self, request: ChatRequest) -> Completion:
+        attempt = 1
+        while True:
+            reservation = self.budget.reserve(request)
+            t0 = time.perf_counter()
+            try:
+                completion = self.backend.call(request, self.timeout_s)
+            except LLMBackendError as exc:
+                latency = time.perf_counter() - t0
+                self.budget.settle(reservation, Usage())
+                self._record(request, attempt, latency, error=exc)
+                wait = self._outcome(request, attempt, exc)
+                if exc.kind == "grammar_rejected":
+                    continue
+                time.sleep(wait)
+                attempt += 1
+                continue
+            except BaseException:
+                self.budget.settle(reservation, Usage())
+                raise
+            latency = time.perf_counter() - t0
+            self.budget.settle(reservation, completion.usage)
+            completion = dataclasses.replace(
+                completion, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
+            )
+            self._record(request, attempt, latency, completion=completion)
+            return completion
+
+    async def _run_async(self, request: ChatRequest) -> Completion:
+        attempt = 1
+        while True:
+            reservation = self.budget.reserve(request)
+            t0 = time.perf_counter()
+            try:
+                completion = await self.backend.acall(request, self.timeout_s)
+            except LLMBackendError as exc:
+                latency = time.perf_counter() - t0
+                self.budget.settle(reservation, Usage())
+                self._record(request, attempt, latency, error=exc)
+                wait = self._outcome(request, attempt, exc)
+                if exc.kind == "grammar_rejected":
+                    continue
+                await asyncio.sleep(wait)
+                attempt += 1
+                continue
+            except BaseException:
+                self.budget.settle(reservation, Usage())
+                raise
+            latency = time.perf_counter() - t0
+            self.budget.settle(reservation, completion.usage)
+            completion = dataclasses.replace(
+                completion, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
+            )
+            self._record(request, attempt, latency, completion=completion)
+            return completion
+
+    def _complete_batch(self, requests: list[ChatRequest]) -> list[Any]:
+        """Backends that batch internally (in-process vLLM): one call, no retries."""
+        results: list[Any] = [None] * len(requests)
+        admitted: list[tuple[int, ChatRequest, _Reservation]] = []
+        for i, r in enumerate(requests):
+            try:
+                admitted.append((i, r, self.budget.reserve(r)))
+            except LLMBudgetExceeded as exc:
+                results[i] = exc
+        if not admitted:
+            return results
+        t0 = time.perf_counter()
+        try:
+            outs = self.backend.call_batch([r for _, r, _ in admitted])
+        except LLMError as exc:
+            latency = time.perf_counter() - t0
+            for i, r, res in admitted:
+                self.budget.settle(res, Usage())
+                self._record(r, 1, latency, error=exc)
+                results[i] = exc
+            with self._lock:
+                self.failures += len(admitted)
+            return results
+        except BaseException:
+            for _, _, res in admitted:
+                self.budget.settle(res, Usage())
+            raise
+        latency = time.perf_counter() - t0
+        for (i, r, res), out in zip(admitted, outs):
+            self.budget.settle(res, out.usage)
+            out = dataclasses.replace(out, latency_s=latency, prompt_hash=r.prompt_hash, attempts=1)
+            self._record(r, 1, latency, completion=out)
+            results[i] = out
+        return results

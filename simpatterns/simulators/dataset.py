@@ -1,0 +1,168 @@
+"""Build datasets of PHYRE rollouts: random, solution and near-miss actions.
+
+A dataset directory holds one ``.npz`` trace per rollout, named
+``T<template>_V<variant>_<kind><k>.npz``, and ``index.jsonl`` with one line
+per trace (file, template, variant, kind, action, success, frames). Traces
+are written atomically as they finish; a re-run skips files that already
+load, so an interrupted build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from simpatterns.simulators.phyre import check_action, get_template, load_scene, simulate
+from simpatterns.trace import Trace, TraceFormatError
+
+INDEX_NAME = "index.jsonl"
+NEAR_MISS_SIGMA = 0.05  # action-space std of the perturbation around a solution
+NEAR_MISS_TRIES = 200
+
+
+@dataclass(frozen=True)
+class RolloutJob:
+    template: str
+    variant: int
+    kind: str  # "random" | "solution" | "near-miss"
+    k: int
+    seed: int
+    stride: int = 1
+
+    @property
+    def filename(self) -> str:
+        return f"T{self.template}_V{self.variant:03d}_{self.kind.replace('-', '')}{self.k}.npz"
+
+
+def parse_actions(spec: str) -> list[tuple[str, int]]:
+    """'random:5' -> [('random', 5)]; 'solution,near-miss:2' -> [...]."""
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        name, _, count = part.partition(":")
+        if name not in ("random", "solution", "near-miss"):
+            raise ValueError(f"--actions: unknown kind {name!r} in {spec!r}; use random:N, solution, near-miss[:N]")
+        try:
+            n = int(count) if count else 1
+        except ValueError:
+            raise ValueError(f"--actions: count {count!r} in {part!r} is not an integer") from None
+        if n < 1:
+            raise ValueError(f"--actions: count must be >= 1 in {part!r}")
+        out.append((name, n))
+    return out
+
+
+def plan_jobs(templates: Iterable[str], variants: int, actions: str, seed: int = 0, stride: int = 1) -> list[RolloutJob]:
+    jobs = []
+    for tid in templates:
+        t = get_template(tid)
+        n = min(variants, t.num_variants)
+        if n == 0:
+            raise LookupError(f"template {t.id} has no shipped variants")
+        for v in range(n):
+            for kind, count in parse_actions(actions):
+                for k in range(count):
+                    jobs.append(RolloutJob(t.id, v, kind, k, seed, stride))
+    return jobs
+
+
+def choose_action(job: RolloutJob) -> list[float] | None:
+    scene = load_scene(job.template, job.variant)
+    rng = np.random.default_rng([job.seed, int(job.template), job.variant, job.k, hash_kind(job.kind)])
+    if job.kind == "solution":
+        return get_template(job.template).solution(job.variant)
+    if job.kind == "random":
+        for _ in range(1000):
+            a = rng.random(3)
+            if check_action(scene, a) is None:
+                return a.tolist()
+        return None
+    solution = np.asarray(get_template(job.template).solution(job.variant))
+    for _ in range(NEAR_MISS_TRIES):
+        a = np.clip(solution + rng.normal(0, NEAR_MISS_SIGMA, 3), 0, 1)
+        if check_action(scene, a) is None and not simulate(scene, a, stop_when_settled=True).success:
+            return a.tolist()
+    return None
+
+
+def hash_kind(kind: str) -> int:
+    return {"random": 1, "solution": 2, "near-miss": 3}[kind]
+
+
+def run_job(job: RolloutJob, out_dir: str) -> dict[str, Any]:
+    path = Path(out_dir) / job.filename
+    if path.exists():
+        try:
+            tr = Trace.load(path)
+            return _index_row(job, tr, resumed=True)
+        except TraceFormatError:
+            path.unlink()
+    action = choose_action(job)
+    if action is None:
+        return {"file": None, "template": job.template, "variant": job.variant, "kind": job.kind, "k": job.k,
+                "error": f"no {job.kind} action found"}
+    rollout = simulate(load_scene(job.template, job.variant), action, stride=job.stride, seed=job.seed)
+    assert rollout.trace is not None, rollout.invalid_reason
+    rollout.trace.meta["action_kind"] = job.kind
+    rollout.trace.save(path)
+    return _index_row(job, rollout.trace)
+
+
+def _index_row(job: RolloutJob, trace: Trace, resumed: bool = False) -> dict[str, Any]:
+    return {
+        "file": job.filename,
+        "template": job.template,
+        "variant": job.variant,
+        "kind": job.kind,
+        "k": job.k,
+        "action": trace.meta.get("action"),
+        "success": trace.success,
+        "frames": trace.num_frames,
+        "stride": trace.meta.get("stride", 1),
+    }
+
+
+def build_dataset(
+    jobs: list[RolloutJob],
+    out_dir: str | os.PathLike,
+    workers: int = 1,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    if workers <= 1:
+        for job in jobs:
+            rows.append(run_job(job, str(out)))
+            if on_done:
+                on_done(rows[-1])
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            futs = [pool.submit(run_job, job, str(out)) for job in jobs]
+            for fut in as_completed(futs):
+                rows.append(fut.result())
+                if on_done:
+                    on_done(rows[-1])
+    order = {job.filename: i for i, job in enumerate(jobs)}
+    rows.sort(key=lambda r: order.get(r["file"] or "", -1))
+    tmp = out / f".{INDEX_NAME}.tmp"
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, out / INDEX_NAME)
+    return rows
+
+
+def read_index(directory: str | os.PathLike) -> list[dict[str, Any]]:
+    path = Path(directory) / INDEX_NAME
+    rows = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}:{exc.colno}: {exc.msg}") from exc
+    return rows

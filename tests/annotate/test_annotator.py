@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate, annotate_many, run_detector
+from simpatterns.detectors.contract import DetectorError, load_detector
+from simpatterns.detectors.library import PatternLibrary
+from simpatterns.trace import TraceFormatError
+
+
+def test_events_follow_the_trace_contacts(drop_trace, small_library):
+    ann = annotate(drop_trace, small_library, trace_id="drop")
+    assert ann.patterns == ["touching", "first touch", "moving"]
+    touching = ann.by_pattern("touching")
+    assert len(touching) == drop_trace.num_contacts > 0
+    # first touch: exactly one event per touching pair, at the pair's first contact frame
+    pairs = {(e.params["object_a"], e.params["object_b"]) for e in touching}
+    first = {(e.params["object_a"], e.params["object_b"]): e.frame for e in ann.by_pattern("first touch")}
+    assert set(first) == pairs
+    for (a, b), frame in first.items():
+        assert frame == drop_trace.contact_intervals(a, b)[0][0]
+    assert set(ann.timings) == set(ann.patterns) and all(v >= 0 for v in ann.timings.values())
+    assert not ann.errors
+
+
+def test_annotating_twice_is_identical(drop_trace, small_library, tmp_path):
+    a = annotate(drop_trace, small_library, trace_id="x")
+    b = annotate(drop_trace, small_library, trace_id="x")
+    assert a.equals(b)
+    assert [e.params for e in a.events] == [e.params for e in b.events]
+    a.timings = b.timings = {}
+    assert a.save(tmp_path / "a.jsonl").read_bytes() == b.save(tmp_path / "b.jsonl").read_bytes()
+    loaded = Annotation.load(tmp_path / "a.jsonl")
+    assert loaded.equals(a)
+
+
+def test_detector_errors_are_recorded_not_raised(drop_trace, sources):
+    lib = PatternLibrary.from_detectors(
+        [load_detector(sources[k]) for k in ("touching", "broken", "after broken", "late", "moving")]
+    )
+    ann = annotate(drop_trace, lib, trace_id="scene-7")
+    assert set(ann.errors) == {"broken", "after broken", "late"}
+    assert "'broken'" in ann.errors["broken"] and "scene-7" in ann.errors["broken"]
+    assert "ZeroDivisionError" in ann.errors["broken"] and ":11" in ann.errors["broken"]  # line of `x / 0`
+    assert "skipped" in ann.errors["after broken"] and "'broken'" in ann.errors["after broken"]
+    assert "outside" in ann.errors["late"]
+    assert ann.by_pattern("touching") and ann.by_pattern("moving")  # the rest still ran
+
+
+def test_detectors_cannot_modify_the_trace(drop_trace, sources, small_library):
+    before = drop_trace.position.copy()
+    lib = small_library.copy()
+    lib.add(sources["vandal"], provenance="hand-written")
+    ann = annotate(drop_trace, lib)
+    assert "vandal" in ann.errors and "read-only" in ann.errors["vandal"]
+    assert np.array_equal(drop_trace.position, before)
+    assert drop_trace.position.flags.writeable  # restored afterwards
+
+
+def test_run_detector_passes_only_declared_dependencies(drop_trace, sources):
+    det = load_detector(sources["first touch"])
+    touching = run_detector(load_detector(sources["touching"]), drop_trace, {})
+    extra = {"touching": touching, "moving": [(0, {"object": "red ball"})]}
+    assert run_detector(det, drop_trace, extra)  # the detector asserts it sees only 'touching'
+    with pytest.raises(DetectorError, match="dependency 'touching'"):
+        run_detector(det, drop_trace, {})
+    # the caller's lists are not handed over: a detector mutating its input changes nothing outside
+    assert touching == run_detector(load_detector(sources["touching"]), drop_trace, {})
+
+
+def test_annotate_many_in_a_pool_matches_serial(drop_traces, small_library, tmp_path):
+    paths = []
+    for k, t in enumerate(drop_traces[:2]):
+        paths.append(t.save(tmp_path / f"t{k}.npz"))
+    items = [paths[0], drop_traces[2], paths[1], drop_traces[3]]
+    serial = annotate_many(items, small_library, workers=1)
+    pooled = annotate_many(items, small_library, workers=2)
+    assert [a.trace_id for a in pooled] == [str(paths[0]), "#1", str(paths[1]), "#3"]
+    for s, p in zip(serial, pooled):
+        assert s.equals(p) and s.trace_id == p.trace_id
+
+
+def test_unreadable_trace_files(tmp_path, small_library, drop_trace):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    good = drop_trace.save(tmp_path / "good.npz")
+    with pytest.raises(TraceFormatError, match="bad.npz"):
+        annotate_many([good, bad], small_library)
+    anns = annotate_many([good, bad], small_library, on_error="record")
+    assert not anns[0].errors and anns[0].events
+    assert TRACE_ERROR_KEY in anns[1].errors and "bad.npz" in anns[1].errors[TRACE_ERROR_KEY]
