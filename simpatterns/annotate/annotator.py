@@ -2,8 +2,8 @@
 
 Patterns run in the library's dependency order. Each detector receives only
 the events of the labels it declares in ``DEPENDS`` (as fresh lists, so one
-detector cannot corrupt what another reads), and the trace's arrays are made
-read-only while detectors run. A detector that raises, or returns something
+detector cannot corrupt what another reads), and detectors see the trace
+through read-only views of its arrays. A detector that raises, or returns something
 `validate_events` rejects, becomes an entry of ``Annotation.errors`` naming
 the pattern and the trace; patterns that depend on it are skipped with an
 error saying so. The batch never crashes because of a detector.
@@ -19,6 +19,7 @@ import os
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -62,25 +63,15 @@ def _where_in(detector: Detector, exc: BaseException) -> str:
     return f" (at {detector.filename}:{lines[-1]})" if lines else ""
 
 
-class _ReadOnly:
-    """Make a trace's arrays read-only for the duration of a block, then restore."""
-
-    def __init__(self, trace: Trace):
-        self.trace = trace
-        self.flags: list[tuple[Any, bool]] = []
-
-    def __enter__(self) -> Trace:
-        for name in _ARRAY_FIELDS:
-            arr = getattr(self.trace, name, None)
-            if arr is not None and hasattr(arr, "flags"):
-                self.flags.append((arr, bool(arr.flags.writeable)))
-                arr.flags.writeable = False
-        return self.trace
-
-    def __exit__(self, *exc: object) -> None:
-        for arr, writeable in self.flags:
-            if writeable:
-                arr.flags.writeable = True
+def _guarded(trace: Trace) -> Trace:
+    """A shallow copy whose arrays are read-only views (no data copied): detectors
+    cannot change what later detectors read, and the caller's trace is untouched."""
+    views = {}
+    for name in _ARRAY_FIELDS:
+        v = getattr(trace, name).view()
+        v.flags.writeable = False
+        views[name] = v
+    return replace(trace, events=list(trace.events), meta=dict(trace.meta), **views)
 
 
 def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "") -> Annotation:
@@ -90,23 +81,23 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "") -> An
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
     name = trace_id or _default_id(trace)
-    with _ReadOnly(trace):
-        for label in labels:
-            det = library.get(label)
-            failed = [d for d in det.depends if d in errors]
-            if failed:
-                errors[label] = (
-                    f"pattern {label!r} on trace {name!r}: skipped because its dependency "
-                    f"{', '.join(repr(d) for d in failed)} failed"
-                )
-                timings[label] = 0.0
-                continue
-            t0 = time.perf_counter()
-            try:
-                events[label] = run_detector(det, trace, events)
-            except DetectorError as exc:
-                errors[label] = f"pattern {label!r} on trace {name!r}: {_strip_where(exc)}"
-            timings[label] = time.perf_counter() - t0
+    guarded = _guarded(trace)
+    for label in labels:
+        det = library.get(label)
+        failed = [d for d in det.depends if d in errors]
+        if failed:
+            errors[label] = (
+                f"pattern {label!r} on trace {name!r}: skipped because its dependency "
+                f"{', '.join(repr(d) for d in failed)} failed"
+            )
+            timings[label] = 0.0
+            continue
+        t0 = time.perf_counter()
+        try:
+            events[label] = run_detector(det, guarded, events)
+        except DetectorError as exc:
+            errors[label] = f"pattern {label!r} on trace {name!r}: {_strip_where(exc)}"
+        timings[label] = time.perf_counter() - t0
     flat = [PatternEvent(label, f, p) for label in labels for f, p in events.get(label, [])]
     return Annotation(
         events=flat,

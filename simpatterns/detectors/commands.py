@@ -22,7 +22,7 @@ def open_library(spec: str):
     try:
         return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
     except LibraryError as exc:
-        console.print(f"[red]error:[/red] library {spec!r}: {exc}")
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2)
 
 

@@ -125,12 +125,14 @@ class PatternLibrary:
     def load(cls, path: str | os.PathLike) -> "PatternLibrary":
         """Load a library directory (or its ``library.json``)."""
         path = Path(path)
+        if not path.exists():
+            raise LibraryError(f"{path}: no such library directory or manifest")
         manifest_path = path / MANIFEST if path.is_dir() else path
         directory = manifest_path.parent
         try:
             text = manifest_path.read_text()
         except OSError as exc:
-            raise LibraryError(f"{manifest_path}: cannot read library manifest ({exc})") from exc
+            raise LibraryError(f"{manifest_path}: cannot read library manifest ({exc.strerror or exc})") from exc
         try:
             manifest = json.loads(text)
         except json.JSONDecodeError as exc:

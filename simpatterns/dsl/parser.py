@@ -188,6 +188,18 @@ def _word_at(text: str, pos: int) -> tuple[str, int]:
     return (m.group(0), j + 1) if m and m.end() == end else ("", pos)
 
 
+def _acceptable(exc: UnexpectedInput, fallback) -> list[str]:
+    """Terminals the parser accepts here: simulated on the interactive parser
+    (precise), else the LALR state's set (can include merged states' tokens)."""
+    ip = getattr(exc, "interactive_parser", None)
+    if ip is not None:
+        try:
+            return _expected(ip.accepts())
+        except Exception:  # simulation failed: fall back to the state's set
+            pass
+    return _expected(fallback or ())
+
+
 def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> DSLSyntaxError:
     preds = predicate_names()
     pos = exc.pos_in_stream if exc.pos_in_stream is not None else len(text)
@@ -195,7 +207,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> DSLSyntaxEr
     hint = ""
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
         code, message = "unexpected-end", "the program ends too early"
-        expected = _expected(exc.expected)
+        expected = _acceptable(exc, exc.expected)
         line, col = _line_col(text, len(text))
         span = Span(line, col, line, col + 1, len(text), len(text))
         if text.count("(") > text.count(")"):
@@ -204,13 +216,13 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> DSLSyntaxEr
         if isinstance(exc, UnexpectedCharacters):
             ch = text[pos] if pos < len(text) else ""
             code, message = "unexpected-character", f"unexpected character {ch!r}"
-            expected = _expected(exc.allowed or ())
+            expected = _acceptable(exc, exc.allowed)
             span = Span(exc.line, exc.column, exc.line, exc.column + 1, pos, pos + 1)
         else:
             assert isinstance(exc, UnexpectedToken)
             tok = exc.token
             code, message = "unexpected-token", f"unexpected {tok.value!r}"
-            expected = _expected(exc.expected)
+            expected = _acceptable(exc, exc.expected)
             span = _tok_span(tok)
         word, wstart = _word_at(text, pos)
         if word and word not in preds:

@@ -116,6 +116,9 @@ class Server:
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.root = root
+        # the one empty, read-only directory every child starts in (its root when chrooted)
+        self.jail = tempfile.mkdtemp(prefix="jail-", dir=root)
+        os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
         self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
         self.is_root = os.geteuid() == 0
@@ -175,9 +178,9 @@ class Server:
 
     # ------------------------------------------------------------ one candidate
     def evaluate(self, req: dict[str, Any]) -> dict[str, Any]:
-        cand_dir = tempfile.mkdtemp(prefix="cand-", dir=self.root)
-        out_path = os.path.join(cand_dir, "output.txt")
-        out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # stdout/stderr go to an anonymous in-memory file (RLIMIT_FSIZE caps it):
+        # nothing reaches the disk and there is nothing to clean up
+        out_fd = os.memfd_create("candidate-output", 0)
         r, w = os.pipe()
         vm_kb = _vm_size_kb()
         t_start = time.perf_counter()
@@ -185,11 +188,10 @@ class Server:
         if pid == 0:  # ---- child: never returns
             try:
                 os.close(r)
-                _child(req, self, cand_dir, out_fd, w, vm_kb)
+                _child(req, self, out_fd, w, vm_kb)
             finally:
                 os._exit(SETUP_FAILED)
         os.close(w)
-        os.close(out_fd)
         send(self.proto_out, {"op": "started", "pid": pid})
         try:
             outcome = self._collect(pid, r, req, t_start)
@@ -204,13 +206,21 @@ class Server:
         if "reason" not in outcome and "result" not in outcome:
             outcome.update(_status_reason(status, outcome.get("smoke_done", False)))
         if outcome.get("reason") in ("exception", "exited", "crashed", "output_limit") and not outcome.get("detail"):
-            outcome["detail"] = _tail(out_path)
-        try:
-            outcome["output_bytes"] = os.path.getsize(out_path)
-        except OSError:
-            outcome["output_bytes"] = 0
-        shutil.rmtree(cand_dir, ignore_errors=True)
+            outcome["detail"] = _tail(out_fd)
+        outcome["output_bytes"] = os.fstat(out_fd).st_size
+        os.close(out_fd)
+        self._check_jail()
         return outcome
+
+    def _check_jail(self) -> None:
+        """The jail must stay empty (it is read-only to candidates; be sure anyway)."""
+        leftovers = os.listdir(self.jail)
+        for name in leftovers:
+            path = os.path.join(self.jail, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
 
     def _collect(self, pid: int, r: int, req: dict[str, Any], t_start: float) -> dict[str, Any]:
         smoke_deadline = t_start + float(req["smoke_timeout_s"])
@@ -318,20 +328,17 @@ def _status_reason(status: int, smoke_done: bool) -> dict[str, str]:
     return {"reason": "exited", "detail": f"process exited with status {code} without a result"}
 
 
-def _tail(path: str, limit: int = 400) -> str:
+def _tail(fd: int, limit: int = 400) -> str:
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            text = fh.read().decode("utf-8", "replace")
+        size = os.fstat(fd).st_size
+        text = os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
     except OSError:
         return ""
     return " | ".join(ln.strip() for ln in text.splitlines() if ln.strip())[-limit:]
 
 
 # ------------------------------------------------------------------ child
-def _child(req: dict[str, Any], server: Server, cand_dir: str, out_fd: int, w: int, vm_kb: int) -> None:
+def _child(req: dict[str, Any], server: Server, out_fd: int, w: int, vm_kb: int) -> None:
     import resource
 
     os.setsid()
@@ -347,13 +354,13 @@ def _child(req: dict[str, Any], server: Server, cand_dir: str, out_fd: int, w: i
     os.environ.clear()
     if server.is_root:
         # Fail closed: as root RLIMIT_NPROC is not enforced and every file is readable.
-        os.chroot(cand_dir)
+        os.chroot(server.jail)
         os.chdir("/")
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
     else:
-        os.chdir(cand_dir)
+        os.chdir(server.jail)
     cpu = max(1, int(math.ceil(float(req["cpu_s"]))))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if vm_kb:

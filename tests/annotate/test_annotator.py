@@ -43,7 +43,8 @@ def test_detector_errors_are_recorded_not_raised(drop_trace, sources):
     ann = annotate(drop_trace, lib, trace_id="scene-7")
     assert set(ann.errors) == {"broken", "after broken", "late"}
     assert "'broken'" in ann.errors["broken"] and "scene-7" in ann.errors["broken"]
-    assert "ZeroDivisionError" in ann.errors["broken"] and ":11" in ann.errors["broken"]  # line of `x / 0`
+    line = sources["broken"].splitlines().index("    return x / 0") + 1
+    assert "ZeroDivisionError" in ann.errors["broken"] and f":{line})" in ann.errors["broken"]
     assert "skipped" in ann.errors["after broken"] and "'broken'" in ann.errors["after broken"]
     assert "outside" in ann.errors["late"]
     assert ann.by_pattern("touching") and ann.by_pattern("moving")  # the rest still ran
@@ -67,7 +68,16 @@ def test_run_detector_passes_only_declared_dependencies(drop_trace, sources):
     with pytest.raises(DetectorError, match="dependency 'touching'"):
         run_detector(det, drop_trace, {})
     # the caller's lists are not handed over: a detector mutating its input changes nothing outside
-    assert touching == run_detector(load_detector(sources["touching"]), drop_trace, {})
+    greedy = load_detector(
+        'PATTERN = "greedy"\nDESCRIPTION = "d"\nDEPENDS = ["touching"]\nPARAMS = []\n'
+        'def detect(trace, events):\n'
+        '    events["touching"][0][1]["object_a"] = "nobody"\n'
+        '    events["touching"].clear()\n'
+        '    return []\n'
+    )
+    kept = [(f, dict(p)) for f, p in touching]
+    assert run_detector(greedy, drop_trace, extra) == []
+    assert extra["touching"] == kept
 
 
 def test_annotate_many_in_a_pool_matches_serial(drop_traces, small_library, tmp_path):

@@ -1,0 +1,130 @@
+#!/usr/bin/env python
+"""Rollout throughput and memory: full-trace recording vs bare pymunk stepping.
+
+    python benchmarks/rollouts.py [--reps 3] [--phyre /path/to/py39-with-phyre/bin/python]
+
+Over the 25-template mix (one scene and one random valid action each), every
+run is 1000 steps (no early stop), measured in the same process and run:
+
+- ``recorded``: `simulate` — the full Trace (state every step, contact rows,
+  raw events), i.e. what users get;
+- ``bare``: the same world stepped with pymunk's public ``Space.step`` loop and
+  nothing recorded (what a user writing plain pymunk would run);
+- ``raw``: the same world stepped through chipmunk's C step with no Python
+  wrapper (the floor).
+
+Reports rollouts/s on one core, the ratio recorded/bare (target <= 1.15) and
+peak memory per trace (tracemalloc peak during one rollout, and the trace's
+array bytes). With ``--phyre`` it also times the reference PHYRE (Box2D)
+simulating random actions with every step recorded, on its own tasks of the
+same templates, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+from simpatterns.simulators.phyre.physics import MAX_STEPS, step_bare, step_raw
+
+
+def mix() -> list[tuple[object, np.ndarray]]:
+    out = []
+    for tid in TEMPLATES:
+        t = get_template(tid)
+        scene = t.variant_scene(0) if t.num_variants else t.scene(next(iter(t.valid_param_sets())))
+        rng = np.random.default_rng(int(tid))
+        while True:
+            a = rng.random(3)
+            if check_action(scene, a) is None:
+                break
+        out.append((scene, a))
+    return out
+
+
+def timed(fn, cases, reps: int) -> float:
+    """Best-of-reps seconds per rollout over the whole mix."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for scene, a in cases:
+            fn(scene, a)
+        best = min(best, (time.perf_counter() - t0) / len(cases))
+    return best
+
+
+PHYRE_SCRIPT = r"""
+import json, sys, time, numpy as np, phyre
+train, dev, test = phyre.get_fold("ball_within_template", 0)
+first = {}
+for task in sorted(train + dev + test):
+    first.setdefault(task.split(":")[0], task)
+tasks = [first[k] for k in sorted(first)]
+sim = phyre.initialize_simulator(tasks, "ball")
+rng = np.random.default_rng(0)
+actions = sim.build_discrete_action_space(max_actions=2000)
+n = 0; t0 = time.perf_counter(); steps = 0
+for i in range(len(tasks)):
+    for k in range(4):
+        while True:
+            a = actions[rng.integers(len(actions))]
+            res = sim.simulate_action(i, a, need_images=False, need_featurized_objects=True, stride=1)
+            if res.status != phyre.SimulationStatus.INVALID_INPUT:
+                break
+        n += 1; steps += len(res.featurized_objects.features)
+dt = time.perf_counter() - t0
+print(json.dumps({"rollouts_per_s": n / dt, "mean_steps": steps / n}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--phyre", default=None, help="python of a venv with phyre==0.2.2 installed")
+    args = ap.parse_args()
+    cases = mix()
+    simulate(*cases[0])  # warm-up
+    rec = timed(lambda s, a: simulate(s, a, stop_on_success=False), cases, args.reps)
+    bare = timed(lambda s, a: step_bare(s, a, MAX_STEPS), cases, args.reps)
+    raw = timed(lambda s, a: step_raw(s, a, MAX_STEPS), cases, args.reps)
+    early = timed(lambda s, a: simulate(s, a), cases, args.reps)
+
+    peaks, nbytes = [], []
+    for scene, a in cases:
+        tracemalloc.start()
+        tr = simulate(scene, a, stop_on_success=False).trace
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        nbytes.append(sum(getattr(tr, f).nbytes for f in (
+            "time", "position", "angle", "velocity", "angular_velocity", "contact_frame", "contact_a",
+            "contact_b", "contact_point", "contact_normal", "contact_impulse")))
+
+    print(f"templates in mix: {len(cases)}  (1000 steps per rollout, best of {args.reps})")
+    print(f"recorded (full Trace)  : {1 / rec:7.1f} rollouts/s  ({rec * 1e3:.2f} ms)")
+    print(f"bare pymunk Space.step : {1 / bare:7.1f} rollouts/s  ({bare * 1e3:.2f} ms)")
+    print(f"raw chipmunk C step    : {1 / raw:7.1f} rollouts/s  ({raw * 1e3:.2f} ms)")
+    print(f"recorded / bare        : {rec / bare:.3f}   (target <= 1.15)")
+    print(f"recorded / raw         : {rec / raw:.3f}")
+    print(f"recorded, stop at success (PHYRE default): {1 / early:.1f} rollouts/s")
+    print(f"peak memory per trace  : {np.mean(peaks) / 1e6:.2f} MB mean, {np.max(peaks) / 1e6:.2f} MB max "
+          f"(trace arrays {np.mean(nbytes) / 1e6:.2f} MB mean)")
+    if args.phyre:
+        out = subprocess.run([args.phyre, "-c", PHYRE_SCRIPT], capture_output=True, text=True, timeout=600)
+        if out.returncode == 0:
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"PHYRE 0.2.2 (Box2D), featurized every step: {res['rollouts_per_s']:.1f} rollouts/s "
+                  f"(mean {res['mean_steps']:.0f} steps, stops at success)")
+            print(f"simpatterns / PHYRE (stop at success both): {(1 / early) / res['rollouts_per_s']:.2f}x")
+        else:
+            print("PHYRE run failed:", out.stderr.strip().splitlines()[-1:] or out.returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+import math
+
+import numpy as np
+
+PATTERN = "grid cell path"
+DESCRIPTION = (
+    "A body crosses several grid cells in one movement (transitions less than 1 s apart). Emitted once per "
+    "movement, at its last transition, with path (every [column, row] cell visited, in order) and directions "
+    "(the coarse compass directions of the movement in order, e.g. ['east', 'south-east']; x+ is east, y+ is "
+    "north): the path is cut into legs of 2 cells and each leg's direction is rounded to 8 compass points."
+)
+DEPENDS = ["grid cell transition"]
+PARAMS = ["object", "path", "directions"]
+
+GAP_SECONDS = 1.0  # a pause longer than this ends a movement (a body at 25 px/s crosses a cell in 1 s)
+MIN_TRANSITIONS = 2  # a single step is a "grid cell transition", not a path
+LEG = 2  # cells per leg: a diagonal staircase (east, north, east, ...) reads as north-east
+COMPASS = ["east", "north-east", "north", "north-west", "west", "south-west", "south", "south-east"]
+
+
+def detect(trace, events):
+    gap = GAP_SECONDS / trace.dt
+    by_object = {}
+    for frame, p in events["grid cell transition"]:
+        by_object.setdefault(p["object"], []).append((frame, p))
+    out = []
+    for name, moves in by_object.items():
+        frames = np.array([f for f, _ in moves])
+        cuts = np.flatnonzero(np.diff(frames) > gap) + 1
+        for seg in np.split(np.arange(len(moves)), cuts):
+            if len(seg) < MIN_TRANSITIONS:
+                continue
+            path = [moves[seg[0]][1]["from_cell"]] + [moves[k][1]["to_cell"] for k in seg]
+            cells = np.array(path)
+            ends = list(range(LEG, len(path), LEG)) + ([len(path) - 1] if (len(path) - 1) % LEG else [])
+            directions = []
+            for a, b in zip([0] + ends[:-1], ends):
+                dx, dy = cells[b] - cells[a]
+                if dx == 0 and dy == 0:  # went out and back within one leg
+                    continue
+                word = COMPASS[round(math.atan2(dy, dx) / (math.pi / 4)) % 8]
+                if not directions or directions[-1] != word:
+                    directions.append(word)
+            out.append((int(frames[seg[-1]]), {"object": name, "path": path, "directions": directions}))
+    return out

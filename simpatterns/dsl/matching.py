@@ -1,0 +1,132 @@
+"""How a program's params constrain pattern events.
+
+- Strings compare after normalisation (case, ``_`` vs space, repeated
+  spaces): ``"Green_Ball"`` matches ``"green ball"``.
+- A wildcard (``"*"``, ``"any"``, ``"anything"``, ``"any object"``, ``"any
+  body"``, or a placeholder such as ``"object X"`` / ``"?x"``) matches any
+  value, but the key must be present.
+- A list of alternatives matches a scalar equal to any of them; against a
+  list-valued param (a ``path``) a list compares element by element (tuples
+  and lists are the same).
+- Numbers compare with a relative tolerance of 1e-9.
+- Symmetric pairs: keys ``K_a``/``K_b`` (``object_a``/``object_b``) match in
+  either order, so ``{"object_a": "green ball"}`` is "a collision involving
+  the green ball", unless the pattern is declared directed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Mapping
+
+MISSING = object()
+
+_WILDCARD_WORDS = frozenset({"*", "any", "anything", "any object", "any body", "anybody", "something"})
+_PLACEHOLDER = re.compile(r"^(object|body|thing|obj) [a-z]$|^\?[a-z0-9_ ]+$")
+_NORM_CACHE: dict[str, str] = {}
+
+
+def normalize_text(s: str) -> str:
+    """'Green_Ball ' -> 'green ball' (memoised: event params repeat a few names)."""
+    out = _NORM_CACHE.get(s)
+    if out is None:
+        out = " ".join(s.replace("_", " ").lower().split())
+        if len(_NORM_CACHE) < 100_000:
+            _NORM_CACHE[s] = out
+    return out
+
+
+def is_wildcard(s: str) -> bool:
+    n = normalize_text(s)
+    return n in _WILDCARD_WORDS or bool(_PLACEHOLDER.match(n))
+
+
+class _Wildcard:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+WILDCARD = _Wildcard()
+
+
+def canonical_constraint(value: Any) -> Any:
+    """A program's param value in matching form: normalised strings, WILDCARD,
+    tuples for sequences, dicts kept."""
+    if isinstance(value, str):
+        return WILDCARD if is_wildcard(value) else normalize_text(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical_constraint(v) for v in value)
+    if isinstance(value, dict):
+        return {k: canonical_constraint(v) for k, v in value.items()}
+    return value
+
+
+def value_matches(v: Any, c: Any) -> bool:
+    """Does the event value ``v`` satisfy the canonical constraint ``c``?"""
+    if c is WILDCARD:
+        return v is not MISSING
+    if isinstance(c, str):
+        return isinstance(v, str) and (v == c or normalize_text(v) == c)
+    if isinstance(c, tuple):
+        if isinstance(v, (list, tuple)):
+            if _seq_equal(v, c):
+                return True
+            return any(isinstance(a, tuple) and _seq_equal(v, a) for a in c)
+        return any(value_matches(v, a) for a in c)
+    if isinstance(c, bool) or isinstance(v, bool):
+        return v is c or v == c and type(v) is type(c)
+    if isinstance(c, (int, float)):
+        if not isinstance(v, (int, float)):
+            return False
+        return v == c or math.isclose(v, c, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(c, dict):
+        return isinstance(v, dict) and all(value_matches(v.get(k, MISSING), cv) for k, cv in c.items())
+    return v == c
+
+
+def _seq_equal(v, c: tuple) -> bool:
+    return len(v) == len(c) and all(value_matches(a, b) for a, b in zip(v, c))
+
+
+def swapped_key(key: str) -> str | None:
+    if key.endswith("_a"):
+        return key[:-2] + "_b"
+    if key.endswith("_b"):
+        return key[:-2] + "_a"
+    return None
+
+
+class ParamMatcher:
+    """Callable ``params -> bool`` for one program params dict; see module doc."""
+
+    __slots__ = ("items", "swapped", "key", "__weakref__")
+
+    def __init__(self, constraints: Mapping[str, Any] | None, symmetric: bool = True):
+        cons = {k: canonical_constraint(v) for k, v in (constraints or {}).items()}
+        self.items: tuple[tuple[str, Any], ...] = tuple(cons.items())
+        self.swapped: tuple[tuple[str, Any], ...] | None = None
+        if symmetric and any(swapped_key(k) for k in cons):
+            self.swapped = tuple((swapped_key(k) or k, v) for k, v in cons.items())
+        self.key = (repr(self.items), symmetric)  # memo key inside one evaluation
+
+    def __call__(self, params: Mapping[str, Any]) -> bool:
+        get = params.get
+        for k, c in self.items:
+            if not value_matches(get(k, MISSING), c):
+                break
+        else:
+            return True
+        if self.swapped is None:
+            return False
+        for k, c in self.swapped:
+            if not value_matches(get(k, MISSING), c):
+                return False
+        return True
+
+    @property
+    def empty(self) -> bool:
+        return not self.items
+
+
+MatchFn = Callable[[Mapping[str, Any]], bool]

@@ -1,0 +1,401 @@
+"""Running untrusted detector candidates: the parent side of the sandbox.
+
+`Sandbox` owns a pool of fork servers (`simpatterns.evolve.forkserver`),
+each an isolated interpreter (``python -I``, own session, scrubbed
+environment) that already imported numpy and holds the job's traces. A
+candidate is one fork of a server; see the forkserver module for how the
+child is confined. The parent keeps its own wall clock on every request and
+kills and restarts a server that stops answering, together with the child it
+last started.
+
+Boundary, in order: the AST gate (`gate.py`, a filter), the restricted
+builtins in the child, and the process: own session killed as a group,
+``chroot`` into an empty directory and the ``nobody`` user when we are root
+(RLIMIT_NPROC is not enforced for root, so dropping privileges is what
+makes "no fork" hold), an empty network namespace when the kernel allows
+it, and RLIMIT_CPU/AS/FSIZE/NPROC/NOFILE/CORE. Without root (a normal
+user) there is no chroot and no network namespace; RLIMIT_NPROC is then
+enforced for the user, files stay readable to the candidate but the gate
+and the restricted builtins leave it no way to open them.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from simpatterns.evolve import reasons as R
+from simpatterns.evolve.forkserver import HEADER, check_events
+from simpatterns.evolve.reasons import Reason
+from simpatterns.trace import Trace
+
+# Variables a candidate could use to reach services (API keys, proxies, cloud
+# credentials) never reach the server: it gets this environment and nothing else.
+_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding simpatterns/
+
+
+def scrubbed_env() -> dict[str, str]:
+    """The whole environment of a fork server (nothing inherited)."""
+    return {**_KEEP_ENV, **_THREAD_ENV}
+
+
+@dataclass
+class SandboxLimits:
+    """Per-candidate limits. Defaults suit PHYRE traces of a few hundred frames."""
+
+    timeout_s: float = 20.0  # wall clock for the whole candidate (all traces)
+    smoke_timeout_s: float = 3.0  # wall clock until the smoke traces are done (cascade stage 1)
+    n_smoke: int = 2  # the shortest traces run first, as the smoke test
+    cpu_s: float | None = None  # RLIMIT_CPU; None: timeout_s
+    memory_mb: int = 1024  # address space on top of the pre-warmed server's
+    output_bytes: int = 1 << 20  # stdout+stderr cap (RLIMIT_FSIZE)
+    max_events_per_trace: int = 5000
+    max_result_bytes: int = 64 << 20
+    recursion_limit: int = 1000
+    server_grace_s: float = 10.0  # the parent's extra wall clock before it kills a server
+
+    def request_fields(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cpu_s"] = self.cpu_s if self.cpu_s is not None else self.timeout_s
+        d.pop("server_grace_s")
+        return d
+
+
+@dataclass
+class SandboxResult:
+    """What running a candidate produced.
+
+    ``events[i]`` are the sorted ``(frame, params)`` of trace ``i`` (job
+    order) and ``times[i]`` the seconds ``detect`` took on it, measured in the
+    child; both are None when rejected.
+    """
+
+    reason: Reason | None
+    events: list[list[tuple[int, dict[str, Any]]]] | None = None
+    times: np.ndarray | None = None
+    wall_s: float = 0.0
+    pid: int | None = None
+    smoke_ok: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+class SandboxError(RuntimeError):
+    """The sandbox machinery itself failed (not a candidate's fault)."""
+
+
+class SandboxWorker:
+    """One fork server process and the pipes to it."""
+
+    def __init__(self, root: str, index: int = 0):
+        self.root = root
+        self.index = index
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, Any] = {}
+        self.last_child: int | None = None
+        self.restarts = 0
+        self._stderr_path = os.path.join(root, f"server-{index}.log")
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, timeout_s: float = 60.0) -> None:
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from simpatterns.evolve.forkserver import main; sys.argv = sys.argv[1:]; main()"
+        )
+        stderr = open(self._stderr_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=scrubbed_env(),
+                cwd=self.root,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            stderr.close()
+        msg = self._recv(time.monotonic() + timeout_s)
+        if msg.get("op") != "ready":
+            raise SandboxError(f"fork server {self.index} sent {msg!r} instead of 'ready'")
+        self.info = dict(msg["info"])
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None and proc.stdin is not None:
+                self._send_raw(proc, {"op": "quit"})
+                proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired, BrokenPipeError):
+            pass
+        self._kill(proc)
+
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+        for pgid in (self.last_child, proc.pid):
+            if pgid:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def restart(self) -> None:
+        if self.proc is not None:
+            self._kill(self.proc)
+            self.proc = None
+        self.restarts += 1
+        self.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # ------------------------------------------------------------ messages
+    @staticmethod
+    def _send_raw(proc: subprocess.Popen[bytes], obj: Any) -> None:
+        blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        assert proc.stdin is not None
+        proc.stdin.write(HEADER.pack(len(blob)) + blob)
+        proc.stdin.flush()
+
+    def send(self, obj: Any) -> None:
+        if self.proc is None:
+            raise SandboxError("fork server is not running")
+        try:
+            self._send_raw(self.proc, obj)
+        except (BrokenPipeError, OSError) as exc:
+            raise SandboxError(f"fork server {self.index} is gone ({exc}); see {self._stderr_path}") from exc
+
+    def _recv(self, deadline: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        head = self._read(fd, HEADER.size, deadline)
+        (n,) = HEADER.unpack(head)
+        return pickle.loads(self._read(fd, n, deadline))
+
+    def _read(self, fd: int, n: int, deadline: float) -> bytes:
+        chunks: list[bytes] = []
+        while n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("fork server did not answer in time")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            b = os.read(fd, min(n, 1 << 20))
+            if not b:
+                raise SandboxError(f"fork server {self.index} exited; see {self._stderr_path}")
+            chunks.append(b)
+            n -= len(b)
+        return b"".join(chunks)
+
+    def call(self, obj: Any, timeout_s: float = 120.0) -> dict[str, Any]:
+        self.send(obj)
+        return self._recv(time.monotonic() + timeout_s)
+
+    # ------------------------------------------------------------ candidates
+    def evaluate(self, request: dict[str, Any], wall_s: float) -> dict[str, Any]:
+        """Send one eval request; the parent-side wall clock is ``wall_s``."""
+        deadline = time.monotonic() + wall_s
+        self.last_child = None
+        self.send(request)
+        while True:
+            msg = self._recv(deadline)
+            if msg.get("op") == "started":
+                self.last_child = int(msg["pid"])
+                continue
+            if msg.get("op") == "result":
+                return msg
+            raise SandboxError(f"fork server {self.index} sent {msg.get('op')!r} during an evaluation")
+
+
+class Sandbox:
+    """A pool of fork servers holding the same traces; `evaluate` is thread-safe.
+
+    Use as a context manager; `close` stops every server and removes the
+    sandbox's temporary directory.
+    """
+
+    def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None):
+        if not traces:
+            raise ValueError("the sandbox needs at least one trace")
+        self.traces = list(traces)
+        self.limits = limits or SandboxLimits()
+        self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
+        self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
+        self._deps: dict[str, list[list[tuple[int, dict[str, Any]]]]] = {}
+        self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
+        self._free: queue.Queue[SandboxWorker] = queue.Queue()
+        self._lock = threading.Lock()
+        self._frames = [t.num_frames for t in self.traces]
+        self._names = [set(t.names) for t in self.traces]
+        # smoke traces first: the shortest ones (ties by index, so the order is stable)
+        self.order = sorted(range(len(self.traces)), key=lambda i: (self._frames[i], i))
+        try:
+            for w in self._workers:
+                self._boot(w)
+                self._free.put(w)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return dict(self._workers[0].info)
+
+    def _boot(self, w: SandboxWorker) -> None:
+        if w.proc is None:
+            w.start()
+        else:
+            w.restart()
+        ans = w.call({"op": "load", "traces": pickle.loads(self._traces_blob)})
+        if ans.get("op") != "loaded":
+            raise SandboxError(f"fork server {w.index} failed to load traces: {ans!r}")
+        if self._deps:
+            w.call({"op": "deps", "events": self._deps})
+
+    def set_dependency_events(self, events: dict[str, list[list[tuple[int, dict[str, Any]]]]]) -> None:
+        """Events of library patterns per trace (job order): what ``detect`` gets as
+        ``events[label]`` for the labels in its DEPENDS. Waits for idle workers."""
+        for label, per_trace in events.items():
+            if len(per_trace) != len(self.traces):
+                raise ValueError(f"dependency events of {label!r} cover {len(per_trace)} traces, expected {len(self.traces)}")
+        with self._lock:
+            self._deps = {k: [list(v) for v in per] for k, per in events.items()}
+            held = [self._free.get() for _ in self._workers]
+            try:
+                for w in held:
+                    w.call({"op": "deps", "events": self._deps})
+            finally:
+                for w in held:
+                    self._free.put(w)
+
+    @property
+    def dependency_labels(self) -> list[str]:
+        return sorted(self._deps)
+
+    def evaluate(
+        self,
+        source: str,
+        pattern: str,
+        params: Sequence[str],
+        depends: Sequence[str] = (),
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
+        """Run ``detect`` of ``source`` on every trace in a confined child."""
+        lim = limits or self.limits
+        missing = [d for d in depends if d not in self._deps]
+        if missing:
+            return SandboxResult(Reason(R.UNKNOWN_DEPENDENCY, f"no events for {missing} in this job"))
+        request = {
+            "op": "eval",
+            "source": source,
+            "pattern": pattern,
+            "params": list(params),
+            "depends": list(depends),
+            "order": self.order,
+            **lim.request_fields(),
+            "n_smoke": min(lim.n_smoke, len(self.traces)),
+        }
+        wall = lim.timeout_s + lim.server_grace_s
+        w = self._free.get()
+        try:
+            try:
+                msg = w.evaluate(request, wall)
+            except (TimeoutError, SandboxError, EOFError, pickle.UnpicklingError) as exc:
+                # The server itself stopped answering: kill it (and its last child), restart.
+                timed_out = isinstance(exc, TimeoutError)
+                pid = w.last_child
+                self._boot(w)
+                code = R.TIMEOUT if timed_out else R.SANDBOX_ERROR
+                return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
+        finally:
+            self._free.put(w)
+        return self._result(msg, params)
+
+    def _result(self, msg: dict[str, Any], params: Sequence[str]) -> SandboxResult:
+        common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
+                  "smoke_ok": bool(msg.get("smoke_done", False))}
+        if "reason" in msg:
+            return SandboxResult(_reason(msg["reason"], msg.get("detail", "")), **common)
+        result = msg.get("result", {})
+        if "reason" in result:
+            return SandboxResult(_reason(result["reason"], result.get("detail", "")), **common)
+        raw_events, raw_times = result.get("events"), result.get("times")
+        if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
+            return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
+        n = len(self.traces)
+        param_set = frozenset(params)
+        events: list[list[tuple[int, dict[str, Any]]]] = []
+        times = np.zeros(n)
+        lim = self.limits
+        for i in range(n):
+            key = str(i)
+            if key not in raw_events or key not in raw_times:
+                return SandboxResult(Reason(R.INVALID_EVENTS, f"no result for trace {i}"), **common)
+            t = raw_times[key]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (0 <= t < 1e6):
+                return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
+            times[i] = float(t)
+            checked = check_events(raw_events[key], "candidate", self._frames[i], param_set, self._names[i],
+                                   lim.max_events_per_trace, i)
+            if isinstance(checked, dict):
+                return SandboxResult(_reason(checked["reason"], checked["detail"]), **common)
+            events.append(canonical_events(checked))
+        return SandboxResult(None, events=events, times=times, **common)
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reason(code: str, detail: str) -> Reason:
+    return Reason(code if code in R.ALL else R.SANDBOX_ERROR, str(detail)[:500])
+
+
+def canonical_events(events: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+    """Events sorted by frame then params text, so set-iteration order in a
+    detector cannot change hashes or scores."""
+    import json
+
+    return sorted(((int(f), p) for f, p in events), key=lambda e: (e[0], json.dumps(e[1], sort_keys=True)))
