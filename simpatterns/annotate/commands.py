@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console()
@@ -30,10 +31,10 @@ def annotate_cmd(
     try:
         files = trace_files(source)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)
     if not files:
-        console.print(f"[red]error:[/red] {source}: no .npz traces found")
+        console.print(f"[red]error:[/red] {escape(str(source))}: no .npz traces found")
         raise typer.Exit(2)
     lib = open_library(library)
     root = source if source.is_dir() else source.parent
@@ -47,15 +48,15 @@ def annotate_cmd(
         stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
         if TRACE_ERROR_KEY in ann.errors:
             n_bad += 1
-            console.print(f"[red]unreadable[/red] {ann.errors[TRACE_ERROR_KEY]}")
+            console.print(f"[red]unreadable[/red] {escape(ann.errors[TRACE_ERROR_KEY])}")
             continue
         dest_dir.mkdir(parents=True, exist_ok=True)
         ann.save(dest_dir / f"{stem}.annotation.jsonl")
         fired = sum(1 for p in ann.patterns if ann.by_pattern(p))
-        table.add_row(str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
+        table.add_row(escape(str(file)), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
                       f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
         for msg in ann.errors.values():
-            console.print(f"[yellow]detector error[/yellow] {msg}")
+            console.print(f"[yellow]detector error[/yellow] {escape(msg)}")
         if text or plot or gif:
             _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
     console.print(table)

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -22,7 +23,7 @@ def open_library(spec: str):
     try:
         return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
     except LibraryError as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)
 
 
@@ -50,12 +51,12 @@ def show_cmd(
     """One pattern: description, dependencies, dependents, params, provenance and code."""
     lib = open_library(library)
     if name not in lib:
-        console.print(f"[red]error:[/red] no pattern {name!r}; patterns are: {', '.join(lib.labels)}")
+        console.print(f"[red]error:[/red] {escape(f'no pattern {name!r}; patterns are: ' + ', '.join(lib.labels))}")
         raise typer.Exit(2)
     entry = lib.entry(name)
-    console.print(f"[bold]{entry.label}[/bold]  ({entry.provenance}"
+    console.print(f"[bold]{escape(entry.label)}[/bold]  ({entry.provenance}"
                   + ("" if entry.fitness is None else f", fitness {entry.fitness:.3f}") + ")")
-    console.print(entry.description)
+    console.print(entry.description, markup=False)
     console.print(f"depends on: {', '.join(entry.depends) or '-'}")
     console.print(f"used by:    {', '.join(lib.dependents(entry.label, transitive=False)) or '-'}")
     console.print(f"params:     {', '.join(entry.params) or '-'}")

@@ -10,17 +10,27 @@ reaches the right wall, or else the left slope the left wall. The jar (scale
 ceiling, pushed right until it clears the left slope by 5 px; the ball
 starts at the jar's centre.
 
-Differences from PHYRE, none inside the scene: PHYRE measures the jar's
-clearance with an extra static bar lying within the left slope and keeps
-that bar in the scene; here it is taken out again. Both slopes are cut where
-they run into a wall.
+PHYRE measures the jar's clearance with an extra static bar placed along
+the left slope and leaves it in the scene. Where it lies within the slope it
+changes nothing and is taken out here; where it juts out (for the steepest
+valley, tipped past vertical, it sits about 1 px off the slope) it is kept
+as the "inner left slope". Bars are cut where they run into a wall; inside
+the scene the layout is PHYRE's.
 """
+
+import math
 
 import numpy as np
 
 from simpatterns.simulators.phyre.template import Template
 
 JAR_CLEARANCE = 5.0
+ALIGNED_PX = 0.05
+
+
+def offset_across(bar, other):
+    """Distance between two parallel bars' centre lines."""
+    return (bar.x - other.x) * -math.sin(other.angle) + (bar.y - other.y) * math.cos(other.angle)
 
 
 def build(B, right_bar_angle, center_point, bar_angle, jar_vertical_top_offset):
@@ -45,7 +55,11 @@ def build(B, right_bar_angle, center_point, bar_angle, jar_vertical_top_offset):
     reach = B.add("bar", scale=reach_scale, dynamic=False, angle=tilt, right=left_slope.right,
                   bottom=left_slope.bottom)
     slope_x = reach.right if upside_down else reach.left
-    B.discard(reach)
+    if abs(offset_across(reach, left_slope)) < ALIGNED_PX:
+        B.discard(reach)  # it lies along the left slope: no effect
+    else:
+        reach.label = "inner left slope"  # PHYRE's measuring bar juts out of the slope: keep it
+        reach.trim_to_walls()
     jar.set_left(max(jar.left, slope_x + JAR_CLEARANCE))
 
     ball = B.add("ball", scale=0.08, center_x=jar.center_x, center_y=jar.center_y)
