@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -79,7 +80,8 @@ def _held(pos: np.ndarray, length: int) -> np.ndarray:
 
 
 def trace_distance_matrix(
-    traces: Sequence[Trace], cache_dir: str | os.PathLike | None = None, block_bytes: int = 64 << 20
+    traces: Sequence[Trace], cache_dir: str | os.PathLike | None = None, *,
+    block_bytes: int = 8 << 20, threads: int | None = None,
 ) -> np.ndarray:
     """Symmetric ``[N, N]`` matrix of trace distances (zero diagonal).
 
@@ -105,7 +107,7 @@ def trace_distance_matrix(
                     return cached
             except (OSError, ValueError):
                 pass  # a damaged cache file is recomputed and replaced
-    out = _trace_matrix(traces, block_bytes)
+    out = _trace_matrix(traces, block_bytes, threads or min(4, os.cpu_count() or 1))
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_path.with_name(f".{cache_path.name}.tmp{os.getpid()}")
@@ -124,7 +126,65 @@ def dataset_hash(traces: Sequence[Trace]) -> str:
     return h.hexdigest()
 
 
-def _trace_matrix(traces: list[Trace], block_bytes: int) -> np.ndarray:
+def _moving_sums(
+    pos: np.ndarray, lengths: np.ndarray, block_bytes: int, threads: int
+) -> np.ndarray:
+    """``pos[N, T_max, B, D]`` (held) -> ``[N, N, B]``: per pair and body, the distance
+    summed over the pair's ``max(T_i, T_j)`` frames.
+
+    Rows are sorted by length (longest first), so a block of rows against all later
+    traces needs only the frames of its longest row; float32 on contiguous
+    ``[D, N, B, T]`` planes; blocks run on a few threads (numpy releases the GIL).
+    """
+    n, _, nb, dim = pos.shape
+    order = np.argsort(-lengths, kind="stable")
+    planes = np.ascontiguousarray(pos[order].transpose(3, 0, 2, 1), dtype=np.float32)  # [D, N, B, T]
+    lens = lengths[order]
+    body_sum = np.zeros((n, n, nb))
+    blocks = []
+    start = 0
+    while start < n:
+        t_need = int(lens[start])
+        per_row = max(1, (n - start) * nb * t_need * 4 * 2)
+        rows = max(1, min(n - start, int(block_bytes // per_row)))
+        blocks.append((start, start + rows, t_need))
+        start += rows
+
+    def run(block: tuple[int, int, int]) -> None:
+        lo, hi, t_need = block
+        acc = None
+        for k in range(dim):
+            p = planes[k, :, :, :t_need]
+            diff = p[lo:hi, None] - p[None, lo:]  # [r, n', B, t]
+            np.multiply(diff, diff, out=diff)
+            if acc is None:
+                acc = diff
+            else:
+                acc += diff
+        np.sqrt(acc, out=acc)
+        # rows in a block need at most t_need frames; shorter pairs stop earlier, and
+        # their held frames up to t_need repeat their own last frame: subtract those
+        pair_len = np.maximum(lens[lo:hi, None], lens[None, lo:])  # [r, n']
+        total = acc.sum(-1, dtype=np.float64)
+        last_idx = (pair_len - 1)[:, :, None, None]
+        last = np.take_along_axis(acc, np.broadcast_to(last_idx, acc.shape[:3] + (1,)), axis=-1)[..., 0]
+        total -= (t_need - pair_len)[:, :, None] * last
+        body_sum[lo:hi, lo:] = total
+
+    if threads > 1 and len(blocks) > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(run, blocks))
+    else:
+        for block in blocks:
+            run(block)
+    iu = np.triu_indices(n, 1)
+    body_sum[(iu[1], iu[0])] = body_sum[iu]
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.arange(n)
+    return body_sum[np.ix_(inverse, inverse)]
+
+
+def _trace_matrix(traces: list[Trace], block_bytes: int, threads: int) -> np.ndarray:
     n = len(traces)
     dim = traces[0].dim
     lengths = np.array([t.num_frames for t in traces], dtype=np.int64)
@@ -149,7 +209,7 @@ def _trace_matrix(traces: list[Trace], block_bytes: int) -> np.ndarray:
 
     # static part: [N, S, D] positions, pairwise constant distances
     s_pos = np.zeros((n, st_cols.size, dim))
-    d_pos = np.zeros((n, t_max, dyn_cols.size, dim), dtype=np.float64)
+    d_pos = np.zeros((n, t_max, dyn_cols.size, dim), dtype=np.float32)
     dyn_index = {int(c): k for k, c in enumerate(dyn_cols)}
     st_index = {int(c): k for k, c in enumerate(st_cols)}
     for i, t in enumerate(traces):
@@ -170,29 +230,13 @@ def _trace_matrix(traces: list[Trace], block_bytes: int) -> np.ndarray:
     shared_any = (present.astype(np.float64) @ present.T.astype(np.float64)) > 0
     d_count = d_present @ d_present.T  # [N, N]
 
-    # moving bodies: sum over frames of masked per-body distances, blockwise over rows
+    # moving bodies: per pair and body, the distance summed over the pair's frames;
+    # bodies missing from either trace are masked out afterwards, on [N, N, B]
     d_sum = np.zeros((n, n))
-    last = np.zeros((n, n))
     if dyn_cols.size:
-        x = d_pos.astype(np.float32)
-        per_row = max(1, n * t_max * dyn_cols.size * dim * 4 * 3)
-        rows = max(1, int(block_bytes // per_row))
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            # only j >= start: the lower triangle mirrors the upper one
-            diff = x[start:stop, None] - x[None, start:]  # [r, n', T, B, D]
-            dist = np.sqrt(np.einsum("...d,...d->...", diff, diff))  # [r, n', T, B]
-            mask = (d_present[start:stop, None] * d_present[None, start:]).astype(np.float32)
-            dist *= mask[:, :, None, :]
-            per_frame = dist.sum(-1)  # [r, n', T]
-            d_sum[start:stop, start:] = per_frame.sum(-1, dtype=np.float64)
-            last[start:stop, start:] = per_frame[:, :, -1]
-        iu = np.triu_indices(n, 1)
-        d_sum[(iu[1], iu[0])] = d_sum[iu]
-        last[(iu[1], iu[0])] = last[iu]
-    # frames beyond max(T_i, T_j) are both held, so they repeat the distance of the last frame
+        body_sum = _moving_sums(d_pos, lengths, block_bytes, threads)
+        d_sum = np.einsum("ijb,ib,jb->ij", body_sum, d_present, d_present)
     pair_len = np.maximum(lengths[:, None], lengths[None, :]).astype(np.float64)
-    d_sum -= (t_max - pair_len) * last
     count = d_count + s_count
     total = d_sum + pair_len * s_sum
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -61,7 +61,7 @@ class TraceView:
     """Per-trace lookups shared by all evaluations of that trace (cached by the
     compiled program): normalised body names and the default NEARBY_AT radius."""
 
-    __slots__ = ("trace", "index", "names", "radius", "_contact_frames")
+    __slots__ = ("trace", "index", "names", "radius", "_radii")
 
     def __init__(self, trace: "Trace"):
         self.trace = trace
@@ -77,7 +77,14 @@ class TraceView:
             p0 = np.asarray(trace.position[0], dtype=float)
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
-        self._contact_frames: np.ndarray | None = None
+        self._radii: np.ndarray | None = None
+
+    @property
+    def radii(self) -> np.ndarray:
+        """Bounding radius of each body (for TOUCHING's partial credit)."""
+        if self._radii is None:
+            self._radii = np.array([b.bounding_radius for b in self.trace.bodies], dtype=float)
+        return self._radii
 
     def body(self, name: str, where: Where) -> int:
         i = self.index.get(normalize_text(name))

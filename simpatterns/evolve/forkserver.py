@@ -31,6 +31,7 @@ size-capped, parsed here and checked again by the parent.
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import math
 import os
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -111,6 +113,23 @@ def recv(fd: int) -> Any:
 
 
 # ----------------------------------------------------------------- server
+LIMIT_KEYS = ("cpu_s", "memory_mb", "output_bytes", "recursion_limit")
+JOB_KEYS = ("source", "pattern", "params", "depends", "order", "n_smoke", "max_events_per_trace", "max_result_bytes")
+
+
+@dataclass
+class Spare:
+    """A child forked and confined ahead of time, blocked reading its job: the
+    fork and the confinement cost nothing on the candidate's critical path."""
+
+    pid: int
+    job_w: int
+    result_r: int
+    out_fd: int
+    key: tuple
+    generation: int
+
+
 class Server:
     def __init__(self, proto_in: int, proto_out: int, root: str):
         self.proto_in = proto_in
@@ -121,6 +140,8 @@ class Server:
         os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
         self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
+        self.generation = 0  # bumped when traces or dependency events change
+        self.spare: Spare | None = None
         self.is_root = os.geteuid() == 0
         self.netns = False
 
@@ -152,70 +173,101 @@ class Server:
 
     def serve(self) -> None:
         send(self.proto_out, {"op": "ready", "info": self.info()})
-        while True:
-            try:
-                msg = recv(self.proto_in)
-            except EOFError:
-                return
-            op = msg.get("op")
-            if op == "load":
-                self.traces = list(msg["traces"])
-                for t in self.traces:  # build cached views once, not in every child
-                    t.touching_matrix()
-                send(self.proto_out, {"op": "loaded", "n": len(self.traces)})
-            elif op == "deps":
-                self.deps = dict(msg["events"])
-                send(self.proto_out, {"op": "deps_set", "patterns": sorted(self.deps)})
-            elif op == "eval":
-                result = self.evaluate(msg)
-                send(self.proto_out, {"op": "result", **result})
-            elif op == "ping":
-                send(self.proto_out, {"op": "pong"})
-            elif op == "quit":
-                return
-            else:
-                send(self.proto_out, {"op": "error", "detail": f"unknown op {op!r}"})
+        try:
+            while True:
+                try:
+                    msg = recv(self.proto_in)
+                except EOFError:
+                    return
+                op = msg.get("op")
+                if op == "load":
+                    self.traces = list(msg["traces"])
+                    for t in self.traces:  # build cached views once, not in every child
+                        t.touching_matrix()
+                    self.generation += 1
+                    send(self.proto_out, {"op": "loaded", "n": len(self.traces)})
+                elif op == "deps":
+                    self.deps = dict(msg["events"])
+                    self.generation += 1
+                    send(self.proto_out, {"op": "deps_set", "patterns": sorted(self.deps)})
+                elif op == "eval":
+                    self.evaluate(msg)
+                elif op == "ping":
+                    send(self.proto_out, {"op": "pong", "spare": self.spare.pid if self.spare else None})
+                elif op == "quit":
+                    return
+                else:
+                    send(self.proto_out, {"op": "error", "detail": f"unknown op {op!r}"})
+        finally:
+            if self.spare is not None:
+                self._discard(self.spare)
 
     # ------------------------------------------------------------ one candidate
-    def evaluate(self, req: dict[str, Any]) -> dict[str, Any]:
+    def _fork_spare(self, req: dict[str, Any]) -> Spare:
         # stdout/stderr go to an anonymous in-memory file (RLIMIT_FSIZE caps it):
         # nothing reaches the disk and there is nothing to clean up
         out_fd = os.memfd_create("candidate-output", 0)
-        r, w = os.pipe()
+        job_r, job_w = os.pipe()
+        result_r, result_w = os.pipe()
         vm_kb = _vm_size_kb()
-        t_start = time.perf_counter()
+        gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         pid = os.fork()
         if pid == 0:  # ---- child: never returns
             try:
-                os.close(r)
-                _child(req, self, out_fd, w, vm_kb)
+                os.close(job_w)
+                os.close(result_r)
+                _child(req, self, out_fd, job_r, result_w, vm_kb)
             finally:
                 os._exit(SETUP_FAILED)
-        os.close(w)
-        send(self.proto_out, {"op": "started", "pid": pid})
+        os.close(job_r)
+        os.close(result_w)
+        return Spare(pid, job_w, result_r, out_fd, tuple(req[k] for k in LIMIT_KEYS), self.generation)
+
+    def _discard(self, spare: Spare) -> int:
+        for fd in (spare.job_w, spare.result_r, spare.out_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _kill_group(spare.pid)
+        status = _reap(spare.pid)
+        _kill_group(spare.pid)  # anything it left in its group (it cannot fork, but be sure)
+        return status
+
+    def evaluate(self, req: dict[str, Any]) -> None:
+        key = tuple(req[k] for k in LIMIT_KEYS)
+        spare, self.spare = self.spare, None
+        if spare is not None and (spare.key != key or spare.generation != self.generation):
+            self._discard(spare)
+            spare = None
+        if spare is None:
+            spare = self._fork_spare(req)
+        t_start = time.perf_counter()
+        send(self.proto_out, {"op": "started", "pid": spare.pid})
         try:
-            outcome = self._collect(pid, r, req, t_start)
-        finally:
-            os.close(r)
-            _kill_group(pid)
-            status = _reap(pid)
-            _kill_group(pid)  # anything it left in its group (it cannot fork, but be sure)
+            job = pickle.dumps({k: req[k] for k in JOB_KEYS}, protocol=pickle.HIGHEST_PROTOCOL)
+            write_all(spare.job_w, HEADER.pack(len(job)) + job)
+            outcome = self._collect(spare.pid, spare.result_r, req, t_start)
+        except (BrokenPipeError, OSError):  # died during its confinement: classify by status
+            outcome = {}
+        _kill_group(spare.pid)
         outcome["wall_s"] = time.perf_counter() - t_start
-        outcome["pid"] = pid
-        outcome["exit_status"] = status
-        if "reason" not in outcome and "result" not in outcome:
+        outcome["pid"] = spare.pid
+        if "reason" in outcome or "result" in outcome:
+            # answer first: reaping and forking the next spare overlap with the parent's scoring
+            send(self.proto_out, {"op": "result", **outcome})
+            self._discard(spare)
+        else:
+            status = self._discard(spare)
             outcome.update(_status_reason(status, outcome.get("smoke_done", False)))
-        if outcome.get("reason") in ("exception", "exited", "crashed", "output_limit") and not outcome.get("detail"):
-            outcome["detail"] = _tail(out_fd)
-        outcome["output_bytes"] = os.fstat(out_fd).st_size
-        os.close(out_fd)
+            outcome["exit_status"] = status
+            send(self.proto_out, {"op": "result", **outcome})
         self._check_jail()
-        return outcome
+        self.spare = self._fork_spare(req)
 
     def _check_jail(self) -> None:
         """The jail must stay empty (it is read-only to candidates; be sure anyway)."""
-        leftovers = os.listdir(self.jail)
-        for name in leftovers:
+        for name in os.listdir(self.jail):
             path = os.path.join(self.jail, name)
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
@@ -272,6 +324,9 @@ class Server:
                     return {"reason": "invalid_events", "detail": f"result is not plain JSON ({exc})"}
                 if not isinstance(result, dict):
                     return {"reason": "sandbox_error", "detail": "result is not an object"}
+                if isinstance(result.get("profile"), dict):
+                    result["profile"]["start"] = t_start
+                    result["profile"]["received"] = time.perf_counter()
                 return {"result": result, "smoke_done": True}
 
 
@@ -338,7 +393,7 @@ def _tail(fd: int, limit: int = 400) -> str:
 
 
 # ------------------------------------------------------------------ child
-def _child(req: dict[str, Any], server: Server, out_fd: int, w: int, vm_kb: int) -> None:
+def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: int, vm_kb: int) -> None:
     import resource
 
     os.setsid()
@@ -346,9 +401,10 @@ def _child(req: dict[str, Any], server: Server, out_fd: int, w: int, vm_kb: int)
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
-    keep = w
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
+    keep = sorted({job_r, w})
+    os.closerange(3, keep[0])
+    os.closerange(keep[0] + 1, keep[1])
+    os.closerange(keep[1] + 1, 1 << 16)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
     os.environ.clear()
@@ -361,22 +417,30 @@ def _child(req: dict[str, Any], server: Server, out_fd: int, w: int, vm_kb: int)
         os.setuid(NOBODY)
     else:
         os.chdir(server.jail)
-    cpu = max(1, int(math.ceil(float(req["cpu_s"]))))
+    cpu = max(1, int(math.ceil(float(limits["cpu_s"]))))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if vm_kb:
-        extra = int(req["memory_mb"]) * 1024 * 1024
+        extra = int(limits["memory_mb"]) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (vm_kb * 1024 + extra, vm_kb * 1024 + extra))
-    out_cap = int(req["output_bytes"])
+    out_cap = int(limits["output_bytes"])
     resource.setrlimit(resource.RLIMIT_FSIZE, (out_cap, out_cap))
     resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
     resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    sys.setrecursionlimit(int(req.get("recursion_limit", 1000)))
-    result = _run_candidate(req, server, w)
+    sys.setrecursionlimit(int(limits.get("recursion_limit", 1000)))
+    builtins_ns = _restricted_builtins()
+    try:
+        job = recv(job_r)  # blocks until the server hands over a candidate
+    except EOFError:
+        os._exit(0)  # the server went away or discarded this spare
+    t_job = time.perf_counter()
+    os.close(job_r)
+    result = _run_candidate(job, server, w, builtins_ns)
+    result["profile"] = {"job": t_job, "done": time.perf_counter()}
     payload = json.dumps(result, allow_nan=False, separators=(",", ":")).encode()
-    if len(payload) > int(req["max_result_bytes"]):
+    if len(payload) > int(job["max_result_bytes"]):
         payload = json.dumps({"reason": "output_too_large",
-                              "detail": f"result of {len(payload)} bytes, limit {req['max_result_bytes']}"}).encode()
+                              "detail": f"result of {len(payload)} bytes, limit {job['max_result_bytes']}"}).encode()
     write_all(w, TAG_RESULT + HEADER.pack(len(payload)) + payload)
     sys.stdout.flush()
     os._exit(0)
@@ -456,14 +520,14 @@ def check_events(
     return events
 
 
-def _run_candidate(req: dict[str, Any], server: Server, w: int) -> dict[str, Any]:
+def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]) -> dict[str, Any]:
     pattern = req["pattern"]
     params = list(req["params"])
     depends = list(req["depends"])
     order = list(req["order"])
     n_smoke = int(req["n_smoke"])
     max_events = int(req["max_events_per_trace"])
-    ns: dict[str, Any] = {"__builtins__": _restricted_builtins(), "__name__": "candidate",
+    ns: dict[str, Any] = {"__builtins__": builtins_ns, "__name__": "candidate",
                           "np": np, "numpy": np, "math": math}
     events_out: dict[str, list] = {}
     times: dict[str, float] = {}

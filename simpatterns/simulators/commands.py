@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-console = Console()
+console = Console(soft_wrap=True)  # no hard wraps: output is often piped or grepped
 
 
 def _fail(message: str) -> None:

@@ -71,7 +71,8 @@ def test_replay_reproduces_a_recorded_run_without_a_server(serve, fast_retry, tm
     log = tmp_path / "run.jsonl"
     server = serve(Reply(status=500), Reply(content=["P(1)", "P(2)"], finish_reason="length"), "Q", "R")
     requests = [req("a", n=2, seed=1), req("b", seed=2), req("c", grammar=GRAMMAR)]
-    with make_client("openai", base_url=server.base_url, retry=fast_retry, transcript=log) as client:
+    # one at a time: the scripted sequence is then served in request order
+    with make_client("openai", base_url=server.base_url, retry=fast_retry, transcript=log, concurrency=1) as client:
         recorded = client.complete(requests)
     server.stop()
 

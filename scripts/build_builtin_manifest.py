@@ -1,0 +1,118 @@
+"""Regenerate simpatterns/detectors/builtin/library.json from the detector files.
+
+Run after every edit of a built-in detector so the manifest's source hashes,
+descriptions, dependencies and params match the files:
+
+    python scripts/build_builtin_manifest.py          # write library.json
+    python scripts/build_builtin_manifest.py --check  # exit 1 if it is out of date
+
+The library order below is the paper's (Appendix B): raw simulator events,
+the 18 guided patterns, then the self-discovered ones we kept. Every file in
+the folder must be listed here and every listed file must exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from simpatterns.detectors.builtin import BUILTIN_DIR, MANIFEST_PATH
+from simpatterns.detectors.contract import load_detector, normalize_label, source_hash
+
+GUIDED = "guided"
+SELF = "self-discovered"
+
+ORDER: list[tuple[str, str]] = [
+    ("collision_start.py", GUIDED),
+    ("collision_end.py", GUIDED),
+    ("task_complete.py", GUIDED),
+    ("sliding_contact.py", GUIDED),  # A1
+    ("rolling_over.py", GUIDED),  # A2
+    ("grid_cell_transition.py", GUIDED),  # A3
+    ("velocity_magnitude_change.py", GUIDED),  # A4
+    ("opposing_motion.py", GUIDED),  # A5
+    ("moving_hits_stationary.py", GUIDED),  # A6
+    ("post_collision_induced_motion.py", GUIDED),  # A7
+    ("near_collision.py", GUIDED),  # A8
+    ("global_rest.py", GUIDED),  # A9
+    ("airborne.py", GUIDED),  # A10
+    ("brief_tap.py", GUIDED),  # A11
+    ("bounce.py", GUIDED),  # A12
+    ("stack_formed.py", GUIDED),  # A13
+    ("sliding_to_rolling.py", GUIDED),  # A14
+    ("tip_over.py", GUIDED),  # A15
+    ("lose_support.py", GUIDED),  # A16
+    ("support_relationship.py", GUIDED),  # A17
+    ("grid_cell_path.py", GUIDED),  # A18
+    ("collision_relay.py", SELF),  # A9 (red-to-green relay, any bodies)
+    ("wedged_between_two_bodies.py", SELF),  # A10
+    ("high_energy_impact.py", SELF),  # A11
+    ("bonded_pair.py", SELF),  # A5 (co-moving bonded pair)
+    ("side_swap.py", SELF),  # A16 (green/blue side swap, any bodies)
+    ("vertical_order_flip.py", SELF),  # A18
+]
+
+
+def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
+    """The manifest dict for the detector files in ``folder``; raises ValueError on any inconsistency."""
+    listed = [name for name, _ in ORDER]
+    present = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
+    if sorted(listed) != present:
+        raise ValueError(
+            f"detector files and ORDER disagree: unlisted {sorted(set(present) - set(listed))}, "
+            f"missing {sorted(set(listed) - set(present))}"
+        )
+    patterns = []
+    for name, provenance in ORDER:
+        source = (folder / name).read_text()
+        det = load_detector(source, str(folder / name))
+        if det.pattern.replace(" ", "_") + ".py" != name:
+            raise ValueError(f"{name}: file name does not match PATTERN {det.pattern!r}")
+        patterns.append({
+            "label": det.pattern,
+            "file": name,
+            "description": det.description,
+            "depends": det.depends,
+            "params": det.params,
+            "provenance": provenance,
+            "fitness": None,
+            "source_hash": source_hash(source),
+        })
+    deps = {p["label"]: [normalize_label(d) for d in p["depends"]] for p in patterns}
+    for p in patterns:
+        unknown = [d for d in deps[p["label"]] if d not in deps]
+        if unknown:
+            raise ValueError(f"{p['file']}: depends on {unknown}, which no built-in detector emits")
+    done: set[str] = set()
+    while len(done) < len(deps):  # topological sweep: fails only on a dependency cycle
+        ready = {label for label, ds in deps.items() if label not in done and set(ds) <= done}
+        if not ready:
+            raise ValueError(f"dependency cycle among {sorted(set(deps) - done)}")
+        done |= ready
+    return {"format": "simpatterns-library", "version": 1, "patterns": patterns}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report whether library.json is up to date")
+    args = parser.parse_args(argv)
+    text = json.dumps(build_manifest(), indent=2) + "\n"
+    if args.check:
+        current = MANIFEST_PATH.read_text() if MANIFEST_PATH.exists() else ""
+        if current != text:
+            print(f"{MANIFEST_PATH} is out of date; run python scripts/build_builtin_manifest.py", file=sys.stderr)
+            return 1
+        print(f"{MANIFEST_PATH} is up to date")
+        return 0
+    tmp = MANIFEST_PATH.with_name(f".{MANIFEST_PATH.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, MANIFEST_PATH)
+    print(f"wrote {MANIFEST_PATH} ({len(ORDER)} patterns)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+import numpy as np
+
+PATTERN = "side swap"
+DESCRIPTION = (
+    "Two bodies (not the ground or walls; at least one dynamic) swap their left-right order: the x of "
+    "their centres crosses, with or without contact. Emitted at the first frame of the new order (centres "
+    "more than 1 px apart), with object_a and object_b in body index order and left, the one now on the left."
+)
+DEPENDS = []
+PARAMS = ["object_a", "object_b", "left"]
+
+TOLERANCE = 1.0  # px: the centres must be this far apart on each side of the crossing (resting jitter ~0.01 px)
+
+
+def detect(trace, events):
+    keep = [i for i, b in enumerate(trace.bodies) if b.role != "wall"]
+    pairs = [(i, j) for k, i in enumerate(keep) for j in keep[k + 1:] if trace.bodies[i].dynamic or trace.bodies[j].dynamic]
+    if not pairs:
+        return []
+    ii, jj = np.array(pairs).T
+    d = trace.position[:, jj, 0] - trace.position[:, ii, 0]  # [T, P]: > 0 when i is left of j
+    sign = np.where(d > TOLERANCE, 1, np.where(d < -TOLERANCE, -1, 0))
+    # carry the last clear order over frames where the centres are within the tolerance
+    last = np.maximum.accumulate(np.where(sign != 0, np.arange(len(d))[:, None], 0), axis=0)
+    order = np.take_along_axis(sign, last, axis=0)
+    names = trace.names
+    return [
+        (int(t) + 1, {"object_a": names[ii[k]], "object_b": names[jj[k]],
+                      "left": names[ii[k]] if order[t + 1, k] > 0 else names[jj[k]]})
+        for t, k in zip(*np.nonzero(order[1:] * order[:-1] < 0))
+    ]
