@@ -71,24 +71,16 @@ def trace_distance(a: Trace, b: Trace) -> float:
     return float(trace_distance_matrix([a, b])[0, 1])
 
 
-def _held(pos: np.ndarray, length: int) -> np.ndarray:
-    """Pad ``pos[T, ...]`` to ``length`` frames by repeating its last row."""
-    if pos.shape[0] >= length:
-        return pos
-    pad = np.broadcast_to(pos[-1:], (length - pos.shape[0],) + pos.shape[1:])
-    return np.concatenate([pos, pad])
-
-
 def trace_distance_matrix(
     traces: Sequence[Trace], cache_dir: str | os.PathLike | None = None, *,
     block_bytes: int = 8 << 20, threads: int | None = None,
 ) -> np.ndarray:
     """Symmetric ``[N, N]`` matrix of trace distances (zero diagonal).
 
-    Vectorised over pairs: positions go into one ``[N, T_max, B, D]`` array
-    (held last states, shared body vocabulary); each block of rows is compared
-    with all later traces at once. Bodies static in every trace reduce to one
-    frame. With ``cache_dir`` the matrix is stored as ``.npy`` keyed by a
+    Vectorised over pairs: for each moving body, the positions of the traces
+    that hold it go into one float32 ``[D, m, T]`` array (held last states) and
+    each block of rows is compared with all later traces at once; bodies static
+    in every trace reduce to one frame. With ``cache_dir`` the matrix is stored as ``.npy`` keyed by a
     content hash of the traces (positions, body names, static flags, frame
     interval) and reused when the same data set comes again.
     """
@@ -121,74 +113,53 @@ def dataset_hash(traces: Sequence[Trace]) -> str:
     """Content hash of what the trace distance reads, in order."""
     h = hashlib.blake2b(_CACHE_VERSION.encode(), digest_size=16)
     for t in traces:
-        h.update(repr((t.names, [b.dynamic for b in t.bodies], t.position.shape, round(t.dt, 12))).encode())
-        h.update(np.ascontiguousarray(t.position, dtype=np.float64).tobytes())
+        dyn = t.dynamic_mask
+        h.update(repr((t.names, dyn.tolist(), t.position.shape, round(t.dt, 12))).encode())
+        h.update(np.ascontiguousarray(t.position[:, dyn], dtype=np.float64).tobytes())
+        # static bodies cannot move: their first frame is their whole history
+        h.update(np.ascontiguousarray(t.position[0, ~dyn], dtype=np.float64).tobytes())
     return h.hexdigest()
 
 
-def _moving_sums(
-    pos: np.ndarray, lengths: np.ndarray, block_bytes: int, threads: int
-) -> np.ndarray:
-    """``pos[N, T_max, B, D]`` (held) -> ``[N, N, B]``: per pair and body, the distance
-    summed over the pair's ``max(T_i, T_j)`` frames.
-
-    Rows are sorted by length (longest first), so a block of rows against all later
-    traces needs only the frames of its longest row; float32 on contiguous
-    ``[D, N, B, T]`` planes; blocks run on a few threads (numpy releases the GIL).
-    """
-    n, _, nb, dim = pos.shape
-    order = np.argsort(-lengths, kind="stable")
-    planes = np.ascontiguousarray(pos[order].transpose(3, 0, 2, 1), dtype=np.float32)  # [D, N, B, T]
-    lens = lengths[order]
-    body_sum = np.zeros((n, n, nb))
-    blocks = []
-    start = 0
-    while start < n:
+def _pair_sums(planes: np.ndarray, lens: np.ndarray, block_bytes: int) -> list[tuple[int, int, int]]:
+    """Row blocks for `_pair_block`: traces sorted longest first, so a block of rows
+    against all later traces needs only the frames of its first (longest) row."""
+    m = planes.shape[1]
+    blocks, start = [], 0
+    while start < m:
         t_need = int(lens[start])
-        per_row = max(1, (n - start) * nb * t_need * 4 * 2)
-        rows = max(1, min(n - start, int(block_bytes // per_row)))
+        per_row = max(1, (m - start) * t_need * 4 * 2)
+        rows = max(1, min(m - start, int(block_bytes // per_row)))
         blocks.append((start, start + rows, t_need))
         start += rows
+    return blocks
 
-    def run(block: tuple[int, int, int]) -> None:
-        lo, hi, t_need = block
-        acc = None
-        for k in range(dim):
-            p = planes[k, :, :, :t_need]
-            diff = p[lo:hi, None] - p[None, lo:]  # [r, n', B, t]
-            np.multiply(diff, diff, out=diff)
-            if acc is None:
-                acc = diff
-            else:
-                acc += diff
-        np.sqrt(acc, out=acc)
-        # rows in a block need at most t_need frames; shorter pairs stop earlier, and
-        # their held frames up to t_need repeat their own last frame: subtract those
-        pair_len = np.maximum(lens[lo:hi, None], lens[None, lo:])  # [r, n']
-        total = acc.sum(-1, dtype=np.float64)
-        last_idx = (pair_len - 1)[:, :, None, None]
-        last = np.take_along_axis(acc, np.broadcast_to(last_idx, acc.shape[:3] + (1,)), axis=-1)[..., 0]
-        total -= (t_need - pair_len)[:, :, None] * last
-        body_sum[lo:hi, lo:] = total
 
-    if threads > 1 and len(blocks) > 1:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(run, blocks))
-    else:
-        for block in blocks:
-            run(block)
-    iu = np.triu_indices(n, 1)
-    body_sum[(iu[1], iu[0])] = body_sum[iu]
-    inverse = np.empty(n, dtype=np.intp)
-    inverse[order] = np.arange(n)
-    return body_sum[np.ix_(inverse, inverse)]
+def _pair_block(planes: np.ndarray, lens: np.ndarray, out: np.ndarray, lo: int, hi: int, t_need: int) -> None:
+    """Distances of one body between rows ``lo:hi`` and every trace from ``lo`` on,
+    summed over each pair's ``max(T_i, T_j)`` frames, into ``out[lo:hi, lo:]``."""
+    acc = None
+    for k in range(planes.shape[0]):
+        p = planes[k, :, :t_need]
+        diff = p[lo:hi, None] - p[None, lo:]  # [r, m', t]
+        np.multiply(diff, diff, out=diff)
+        if acc is None:
+            acc = diff
+        else:
+            acc += diff
+    np.sqrt(acc, out=acc)
+    total = acc.sum(-1, dtype=np.float64)
+    # frames from a pair's own length up to t_need hold both last states: remove them
+    pair_len = np.maximum(lens[lo:hi, None], lens[None, lo:])
+    last = np.take_along_axis(acc, (pair_len - 1)[:, :, None], axis=-1)[..., 0]
+    total -= (t_need - pair_len) * last
+    out[lo:hi, lo:] = total
 
 
 def _trace_matrix(traces: list[Trace], block_bytes: int, threads: int) -> np.ndarray:
     n = len(traces)
     dim = traces[0].dim
     lengths = np.array([t.num_frames for t in traces], dtype=np.int64)
-    t_max = int(lengths.max())
     vocab: dict[str, int] = {}
     for t in traces:
         for name in t.names:
@@ -202,48 +173,64 @@ def _trace_matrix(traces: list[Trace], block_bytes: int, threads: int) -> np.nda
         cols.append(c)
         present[i, c] = True
         static[i, c] = ~t.dynamic_mask
-    # bodies static wherever they appear need one frame; the rest need all frames
-    moving = (present & ~static).any(axis=0)
-    dyn_cols = np.nonzero(moving)[0]
-    st_cols = np.nonzero(~moving)[0]
-
-    # static part: [N, S, D] positions, pairwise constant distances
-    s_pos = np.zeros((n, st_cols.size, dim))
-    d_pos = np.zeros((n, t_max, dyn_cols.size, dim), dtype=np.float32)
-    dyn_index = {int(c): k for k, c in enumerate(dyn_cols)}
-    st_index = {int(c): k for k, c in enumerate(st_cols)}
-    for i, t in enumerate(traces):
-        pos = t.position
-        for j, c in enumerate(cols[i]):
-            c = int(c)
-            if c in dyn_index:
-                d_pos[i, :, dyn_index[c]] = _held(pos[:, j], t_max)
-            else:
-                s_pos[i, st_index[c]] = pos[0, j]
-    s_present = present[:, st_cols].astype(np.float64)
-    d_present = present[:, dyn_cols].astype(np.float64)
-    # static bodies: distance [N, N, S]; a pair counts the body only where positions differ
-    s_dist = np.linalg.norm(s_pos[:, None] - s_pos[None, :], axis=-1)
-    s_both = s_present[:, None] * s_present[None, :]
-    s_count = (s_both * (s_dist > 0)).sum(-1)
-    s_sum = (s_both * s_dist).sum(-1)  # per frame, the same at every frame
     shared_any = (present.astype(np.float64) @ present.T.astype(np.float64)) > 0
-    d_count = d_present @ d_present.T  # [N, N]
-
-    # moving bodies: per pair and body, the distance summed over the pair's frames;
-    # bodies missing from either trace are masked out afterwards, on [N, N, B]
-    d_sum = np.zeros((n, n))
-    if dyn_cols.size:
-        body_sum = _moving_sums(d_pos, lengths, block_bytes, threads)
-        d_sum = np.einsum("ijb,ib,jb->ij", body_sum, d_present, d_present)
-    pair_len = np.maximum(lengths[:, None], lengths[None, :]).astype(np.float64)
-    count = d_count + s_count
-    total = d_sum + pair_len * s_sum
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(count > 0, total / (pair_len * np.maximum(count, 1)), 0.0)
     if not shared_any.all():
         i, j = np.argwhere(~shared_any)[0]
         raise ValueError(f"traces {i} and {j} share no body by name; their trace distance is undefined")
+    # bodies static wherever they appear need one frame; the others all frames
+    moving = (present & ~static).any(axis=0)
+
+    # static bodies, one at a time over the traces that hold it: a constant distance per
+    # frame, counted for a pair only where the body's position differs
+    s_sum = np.zeros((n, n))
+    s_count = np.zeros((n, n))
+    for c in np.nonzero(~moving)[0]:
+        members = np.nonzero(present[:, c])[0]
+        if members.size < 2:
+            continue
+        pos = np.array([traces[i].position[0, int(np.nonzero(cols[i] == c)[0][0])] for i in members])
+        dist = np.linalg.norm(pos[:, None] - pos[None, :], axis=-1)
+        idx = np.ix_(members, members)
+        s_sum[idx] += dist
+        s_count[idx] += dist > 0
+
+    # moving bodies, one at a time over just the traces that hold it: [D, m, T] float32
+    # planes (held last state), rows sorted longest first
+    d_sum = np.zeros((n, n))
+    d_count = np.zeros((n, n))
+    tasks = []
+    results = []
+    for c in np.nonzero(moving)[0]:
+        members = np.nonzero(present[:, c])[0]
+        members = members[np.argsort(-lengths[members], kind="stable")]
+        lens = lengths[members]
+        planes = np.empty((dim, members.size, int(lens[0])), dtype=np.float32)
+        for r, i in enumerate(members):
+            j = int(np.nonzero(cols[i] == c)[0][0])
+            pos = traces[i].position[:, j]  # [T_i, D]
+            planes[:, r, : lens[r]] = pos.T
+            planes[:, r, lens[r]:] = pos[-1][:, None]
+        out = np.zeros((members.size, members.size))
+        results.append((members, out))
+        tasks += [(planes, lens, out, lo, hi, t_need) for lo, hi, t_need in _pair_sums(planes, lens, block_bytes)]
+    if threads > 1 and len(tasks) > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:  # numpy releases the GIL
+            list(pool.map(lambda task: _pair_block(*task), tasks))
+    else:
+        for task in tasks:
+            _pair_block(*task)
+    for members, out in results:
+        iu = np.triu_indices(members.size, 1)
+        out[(iu[1], iu[0])] = out[iu]
+        np.fill_diagonal(out, 0.0)
+        idx = np.ix_(members, members)
+        d_sum[idx] += out
+        d_count[idx] += 1.0
+
+    pair_len = np.maximum(lengths[:, None], lengths[None, :]).astype(np.float64)
+    count = d_count + s_count
+    total = d_sum + pair_len * s_sum
+    out = np.where(count > 0, total / (pair_len * np.maximum(count, 1)), 0.0)
     np.fill_diagonal(out, 0.0)
     return np.maximum(out, 0.0)
 
@@ -262,22 +249,32 @@ def _smooth(counts: np.ndarray) -> np.ndarray:
     return (1.0 - EPSILON) * p + EPSILON / bins
 
 
-def _counts(annotation: Annotation, patterns: Sequence[str], bins: int, horizon: int) -> np.ndarray:
-    """``[L, B]`` counts of active frames (each frame once per pattern, as in the binary matrix)."""
+def _counts(annotations: Sequence[Annotation], patterns: Sequence[str], bins: int, horizons: np.ndarray) -> np.ndarray:
+    """``[N, L, B]`` counts of active frames (each frame once per pattern, as in the
+    binary ``[T, L]`` matrix); one pass over the events, then one bincount."""
     col = {p: i for i, p in enumerate(patterns)}
-    ls, fs = [], []
-    for e in annotation.events:
-        k = col.get(e.pattern)
-        if k is not None:
-            ls.append(k)
-            fs.append(e.frame)
-    out = np.zeros((len(patterns), bins))
-    if not ls:
+    n_pat = len(patterns)
+    ai, li, fi = [], [], []
+    for k, ann in enumerate(annotations):
+        for e in ann.events:
+            c = col.get(e.pattern)
+            if c is not None:
+                ai.append(k)
+                li.append(c)
+                fi.append(e.frame)
+    out = np.zeros((len(annotations), n_pat, bins))
+    if not ai:
         return out
-    key = np.unique(np.asarray(ls, dtype=np.int64) * (horizon + 1) + np.asarray(fs, dtype=np.int64))
-    ll, ff = key // (horizon + 1), key % (horizon + 1)
-    b = np.minimum(ff * bins // max(horizon, 1), bins - 1)
-    np.add.at(out, (ll, b), 1.0)
+    a = np.asarray(ai, dtype=np.int64)
+    l = np.asarray(li, dtype=np.int64)
+    f = np.asarray(fi, dtype=np.int64)
+    span = int(f.max()) + 1
+    key = np.unique((a * n_pat + l) * span + f)  # drop repeated (trace, pattern, frame)
+    f = key % span
+    al = key // span
+    h = np.maximum(horizons[al // n_pat], 1)
+    b = np.clip(f * bins // h, 0, bins - 1)
+    out += np.bincount(al * bins + b, minlength=out.size).reshape(out.shape)
     return out
 
 
@@ -291,18 +288,19 @@ def pattern_histograms(
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     h = annotation.num_frames if horizon is None else int(horizon)
-    return _smooth(_counts(annotation, patterns, bins, max(h, 1)))
+    return _smooth(_counts([annotation], patterns, bins, np.array([h])))[0]
 
 
 def histogram_stack(
     annotations: Sequence[Annotation], patterns: Sequence[str], bins: int = DEFAULT_BINS, horizon: int | None = None
 ) -> np.ndarray:
     """``[N, L, B]`` histograms on a shared horizon (default: the longest annotation)."""
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
     if horizon is None:
         horizon = max((a.num_frames for a in annotations), default=1)
-    if not annotations:
-        return np.zeros((0, len(patterns), bins))
-    return np.stack([pattern_histograms(a, patterns, bins, horizon) for a in annotations])
+    horizons = np.full(len(annotations), int(horizon), dtype=np.int64)
+    return _smooth(_counts(annotations, patterns, bins, horizons))
 
 
 def histogram_cross_entropy(p: np.ndarray, q: np.ndarray) -> float:

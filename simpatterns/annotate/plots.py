@@ -2,7 +2,8 @@
 
 Timeline plot: one row per pattern (library order, top to bottom), time in
 seconds along x. A bar spans consecutive frames on which the pattern is
-active (any objects); a single-frame activation is a vertical tick. Rows of
+active (any objects; an event with an integer ``frames`` param covers that
+many frames); a single-frame activation is a vertical tick. Rows of
 patterns that never fired are left empty with a grey label; a pattern whose
 detector failed shows "error" in red. With the trace given, the title names
 the scene and action and a dashed line marks when the goal was reached.
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotate.text import activation_span
 from simpatterns.trace import Trace, runs_of_true
 
 
@@ -37,15 +39,17 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
     duration = max(annotation.num_frames * dt, dt)
     fig = Figure(figsize=(10, 0.9 + 0.28 * n), dpi=110)
     ax = fig.add_subplot(1, 1, 1)
-    cmap = matplotlib.colormaps["tab20"]
+    cmap = matplotlib.colormaps["tab10"]
     for row, pattern in enumerate(patterns):
         y = n - 1 - row
-        frames = annotation.frames(pattern)
-        colour = cmap(row % 20)
-        if frames.size:
-            active = np.zeros(annotation.num_frames, dtype=bool)
-            active[frames[(frames >= 0) & (frames < annotation.num_frames)]] = True
-            runs = runs_of_true(active)
+        events = annotation.by_pattern(pattern)
+        colour = cmap(row % 10)
+        if events:
+            active = np.zeros(annotation.num_frames + 1, dtype=bool)
+            for e in events:
+                start, end = activation_span(e.frame, e.params, annotation.num_frames)
+                active[max(start, 0): end + 1] = True
+            runs = runs_of_true(active[: annotation.num_frames])
             spans = [(s * dt, (e - s + 1) * dt) for s, e in runs if e > s]
             ticks = [s * dt for s, e in runs if e == s]
             if spans:
@@ -92,7 +96,8 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
 def frame_captions(annotation: Annotation, frames: list[int], trace: Trace | None = None,
                    max_lines: int = 6) -> list[list[str]]:
     """Per shown frame, the patterns active since the previous shown frame (inclusive
-    of this one), as ``"pattern: objects"`` lines, at most ``max_lines`` (then ``+k more``)."""
+    of this one), as ``"pattern: objects"`` lines in library order, at most
+    ``max_lines`` (the last one then says ``+k more``)."""
     names = set(trace.names) if trace is not None else set()
     order = {p: i for i, p in enumerate(annotation.patterns)}
     out: list[list[str]] = []
@@ -101,12 +106,13 @@ def frame_captions(annotation: Annotation, frames: list[int], trace: Trace | Non
     for e in annotation.events:
         by_frame.setdefault(e.frame, []).append(e)
     for k, f in enumerate(frames):
-        seen: dict[str, None] = {}
+        seen: dict[str, tuple[int, int]] = {}
         for g in range(bounds[k] + 1, f + 1):
-            for e in sorted(by_frame.get(g, []), key=lambda e: order.get(e.pattern, 0)):
+            for e in by_frame.get(g, []):
                 objs = [v for v in e.params.values() if isinstance(v, str) and (not names or v in names)]
-                seen.setdefault(e.pattern + (": " + ", ".join(objs) if objs else ""), None)
-        lines = list(seen)
+                text = e.pattern + (": " + ", ".join(objs) if objs else "")
+                seen.setdefault(text, (order.get(e.pattern, len(order)), g))
+        lines = sorted(seen, key=lambda t: seen[t])  # library order, like the timeline rows
         if len(lines) > max_lines:
             lines = lines[: max_lines - 1] + [f"+{len(lines) - max_lines + 1} more"]
         out.append(lines)

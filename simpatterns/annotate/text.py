@@ -4,10 +4,13 @@
 positions, the action, the outcome) + `timeline_text`. In the timeline,
 activations of one pattern with the same objects on consecutive frames merge
 into one interval line, ``"1.20–3.45  touching: red ball, ground"``; numeric
-params that vary over the interval show their range. When the text would
+params that vary over the interval show their range. An event with an integer
+``frames`` param is an interval of that length (see `activation_span`); with
+``until_s`` such intervals are cut at that time, so nothing later leaks. When the text would
 exceed ``budget_chars``, the patterns with the most lines are replaced one at
 a time by a one-line summary (count, time span, objects involved) until it
-fits; as a last resort the latest lines are cut with a note saying how many.
+fits; as a last resort the latest lines are cut with a note saying how many, and the result never
+exceeds the budget.
 """
 
 from __future__ import annotations
@@ -24,6 +27,17 @@ from simpatterns.annotate.annotation import Annotation
 from simpatterns.trace import Trace
 
 DASH = "–"
+DURATION_KEY = "frames"  # an int param: the activation lasts this many frames from its frame
+
+
+def activation_span(frame: int, params: dict[str, Any], num_frames: int) -> tuple[int, int]:
+    """First and last frame of one activation: a single frame, or ``frame .. frame +
+    frames - 1`` when it carries an integer ``frames`` param (the built-in detectors'
+    convention for interval patterns: one event at the start, with its length)."""
+    n = params.get(DURATION_KEY)
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return frame, min(frame + n - 1, max(num_frames - 1, frame))
+    return frame, frame
 
 
 def _fmt_num(v: float) -> str:
@@ -75,7 +89,7 @@ def scene_header(trace: Trace) -> str:
         " x ".join(_fmt_num(float(w)) for w in world) + f" {units}".rstrip() + ", y up, gravity down; "
         if world else ""
     )
-    duration = trace.num_frames * trace.dt
+    duration = float(trace.time[-1] - trace.time[0]) if trace.num_frames else 0.0
     outcome = ""
     if "success" in meta:
         solved = meta.get("solved_frame")
@@ -85,7 +99,7 @@ def scene_header(trace: Trace) -> str:
         else:
             outcome = "; outcome: goal not reached" if meta.get("goal") else ""
     lines.append(
-        f"World: {world_text}{duration:.2f} s recorded ({trace.num_frames} frames, {rate:.0f} per second){outcome}"
+        f"World: {world_text}{duration:.2f} s recorded ({trace.num_frames} frames at {rate:.0f} per second){outcome}"
     )
     lines.append(f"Bodies (initial centre position{', ' + units if units else ''}):")
     walls = []
@@ -93,7 +107,8 @@ def scene_header(trace: Trace) -> str:
         if body.role == "wall":
             walls.append(body.name)
             continue
-        desc = [f"{body.color} {body.shape}", "dynamic" if body.dynamic else "static"]
+        kind = body.shape if body.color in body.name else f"{body.color} {body.shape}"
+        desc = [kind, "dynamic" if body.dynamic else "static"]
         if body.size:
             desc.append(_size_text(body.size))
         if trace.dim == 2:
@@ -139,7 +154,11 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
         if until_frame is not None and e.frame > until_frame:
             continue
         fixed = {k: v for k, v in e.params.items() if not _is_number(v)}
-        groups[(e.pattern, json.dumps(fixed, sort_keys=True, default=str))].append((e.frame, e.params))
+        key = json.dumps(fixed, sort_keys=True, default=str)
+        if activation_span(e.frame, e.params, annotation.num_frames)[1] > e.frame:
+            key += f"@{e.frame}"  # an interval event stands alone
+        groups[(e.pattern, key)].append((e.frame, e.params))
+    last_frame = annotation.num_frames - 1 if until_frame is None else min(until_frame, annotation.num_frames - 1)
     lines: list[_Line] = []
     for (pattern, _), evs in groups.items():
         evs.sort(key=lambda x: x[0])
@@ -147,11 +166,15 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
         breaks = np.nonzero(np.diff(frames) > 1)[0] + 1
         for chunk in np.split(np.arange(len(evs)), breaks):
             params = evs[chunk[0]][1]
+            end = max(activation_span(int(frames[c]), evs[c][1], annotation.num_frames)[1] for c in chunk)
+            end = max(int(frames[chunk[-1]]), min(end, last_frame))
             objects = [v for v in params.values() if isinstance(v, str) and v in body_names]
             text_params = []
             for k, v in params.items():
                 if isinstance(v, str) and v in body_names:
                     continue
+                if k == DURATION_KEY and end > int(frames[chunk[0]]):
+                    continue  # shown as the interval
                 if _is_number(v):
                     vals = [evs[c][1].get(k) for c in chunk]
                     nums = [float(x) for x in vals if _is_number(x)]
@@ -160,7 +183,7 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
                 else:
                     text_params.append(f"{k} {v if isinstance(v, str) else json.dumps(v)}")
             lines.append(
-                _Line(int(frames[chunk[0]]), int(frames[chunk[-1]]), pattern, order.get(pattern, len(order)),
+                _Line(int(frames[chunk[0]]), end, pattern, order.get(pattern, len(order)),
                       objects, text_params, len(chunk))
             )
     lines.sort(key=lambda ln: (ln.start, ln.order, ln.objects, ln.text_params))
@@ -176,7 +199,7 @@ def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
     who = ", ".join(f"{name} x{k}" for name, k in objs.most_common(6))
     more = f", +{len(objs) - 6} more" if len(objs) > 6 else ""
     return (
-        f"{pattern}: {len(lines)} occurrences ({n_act} active frames) between {start * dt:.2f} and "
+        f"{pattern}: {len(lines)} occurrences ({n_act} activations) between {start * dt:.2f} and "
         f"{end * dt:.2f} s{'; ' + who + more if who else ''}"
     )
 
@@ -241,6 +264,8 @@ def timeline_text(
             else:
                 hi = mid - 1
         text, _ = compose(lo)
+    if len(text) > budget_chars:  # even the summaries do not fit: keep whole lines that do
+        text = text[:budget_chars].rsplit("\n", 1)[0] if "\n" in text[:budget_chars] else text[:budget_chars]
     return text
 
 

@@ -11,7 +11,8 @@
 - Numbers compare with a relative tolerance of 1e-9.
 - Symmetric pairs: keys ``K_a``/``K_b`` (``object_a``/``object_b``) match in
   either order, so ``{"object_a": "green ball"}`` is "a collision involving
-  the green ball", unless the pattern is declared directed.
+  the green ball", unless the pattern is directed (`DIRECTED_PATTERNS`, or
+  the ``directed`` labels given when compiling).
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ MISSING = object()
 _WILDCARD_WORDS = frozenset({"*", "any", "anything", "any object", "any body", "anybody", "something"})
 _PLACEHOLDER = re.compile(r"^(object|body|thing|obj) [a-z]$|^\?[a-z0-9_ ]+$")
 _NORM_CACHE: dict[str, str] = {}
+
+# Built-in patterns whose object_a / object_b have distinct roles (a slides
+# along / rolls over / hits / rests on b, or relays to b); every other _a/_b
+# pair (collisions, near collisions, taps, ...) matches in either order.
+DIRECTED_PATTERNS = frozenset({
+    "sliding contact", "rolling over", "moving hits stationary", "stack formed", "support relationship",
+    "collision relay",
+})
 
 
 def normalize_text(s: str) -> str:

@@ -236,8 +236,10 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> DSLSyntaxEr
             wl, wc = _line_col(text, wstart)
             if isinstance(exc, UnexpectedCharacters) or wstart < pos:
                 span = Span(wl, wc, wl, wc + len(word), wstart, wstart + len(word))
-        elif text[pos : pos + 1] == "'" or text[pos : pos + 1] == '"':
+        elif isinstance(exc, UnexpectedCharacters) and text[pos : pos + 1] in ("'", '"'):
             hint = "strings may not span lines; close the quote on the same line"
+        if not hint and isinstance(exc, UnexpectedToken) and '","' in expected and exc.token.type != "RPAR":
+            hint = "missing ',' between arguments?"
     return error_at(code, message, span, text, filename, expected=expected, suggestions=suggestions,
                     hint=hint, cls=DSLSyntaxError)
 
@@ -249,6 +251,8 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
 
 
 def _check_nesting(text: str, filename: str) -> None:
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_NESTING:
+        return  # cannot be too deep: skip the scan (the common case)
     depth = 0
     in_str: str | None = None
     escape = False

@@ -512,7 +512,6 @@ class Never(Node):
         Arg("window", "window", None),
     )
     READS = "annotation, or the trace for a state"
-    DISTINCT_FRAMES = False
     SCORE = "1 if it holds, else 1 / (1 + ln(1 + n)) for n violating events (pattern) or frames (state)."
     EXAMPLES = (
         'NEVER("collision start", {"object_a": "red ball", "object_b": "green ball"}, window=(0, 0.2))',
@@ -525,12 +524,11 @@ class Never(Node):
         self.where = where
 
     def _count(self, ctx) -> tuple[int, int]:
-        """(events or frames where ``what`` holds in the window, frames in the window).
-        Events for a pattern under NEVER; distinct frames under ALWAYS."""
+        """(matching events in the window, frames in the window) for a pattern;
+        (frames where the state holds, frames in the window) for a state."""
         if isinstance(self.what, Query):
             lo, hi = ctx.window(self.window)
-            hits = self.what.hits(ctx)
-            return (len(set(hits)) if self.DISTINCT_FRAMES else len(hits)), max(0, hi - lo + 1)
+            return len(self.what.hits(ctx)), max(0, hi - lo + 1)
         series = self.what.series(ctx)
         lo, hi = window_frames(self.window, len(series))
         return int(np.count_nonzero(series[lo : hi + 1])), max(0, hi - lo + 1)
@@ -556,16 +554,31 @@ class Never(Node):
 
 
 class Always(Never):
-    """The pattern is active (has a matching event) at every frame of the
-    window, or the state holds at every frame of it."""
+    """The pattern is active at every frame of the window, or the state holds
+    at every frame of it. An event is active at its frame; one with a
+    whole-number ``frames`` param (the library's interval patterns: airborne,
+    global rest, sliding contact, support relationship, ...) is active for
+    that many frames from its frame."""
 
     NAME = "ALWAYS"
-    DISTINCT_FRAMES = True
     SCORE = "1 if it holds, else the fraction of window frames where it holds."
     EXAMPLES = (
         'ALWAYS(TOUCHING("green ball", "blue ball"), window=(0.9, 1.0))',
         'ALWAYS("airborne", {"object": "red ball"}, window=(0.1, 0.2))',
     )
+
+    def _count(self, ctx) -> tuple[int, int]:
+        if not isinstance(self.what, Query):
+            return super()._count(ctx)
+        lo, hi = ctx.window(self.window)
+        if hi < lo:
+            return 0, 0
+        covered = np.zeros(hi - lo + 1, dtype=bool)
+        for start, end in ctx.intervals(self.what.label, self.what.matcher, self.where):
+            a, b = max(start, lo), min(end, hi)
+            if a <= b:
+                covered[a - lo : b - lo + 1] = True
+        return int(np.count_nonzero(covered)), hi - lo + 1
 
     def eval(self, ctx):
         covered, m = self._count(ctx)

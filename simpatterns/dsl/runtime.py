@@ -153,6 +153,21 @@ class EvalContext:
             self.memo[key] = out
         return out
 
+    def intervals(self, label: str, matcher, where: Where) -> list[tuple[int, int]]:
+        """Inclusive frame intervals of matching events: an event with a
+        whole-number ``frames`` param lasts that many frames, others one."""
+        key = ("intervals", label, matcher.key)
+        out = self.memo.get(key)
+        if out is None:
+            out = []
+            for e in self.events(label, where):
+                if matcher.empty or matcher(e.params):
+                    n = e.params.get("frames", 1)
+                    length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
+                    out.append((e.frame, e.frame + length - 1))
+            self.memo[key] = out
+        return out
+
     def window(self, w: tuple[float, float] | None) -> tuple[int, int]:
         return window_frames(w, self.num_frames)
 

@@ -20,6 +20,7 @@ FORBIDDEN_NAME = "forbidden_name"
 FORBIDDEN_ATTRIBUTE = "forbidden_attribute"
 TOO_LONG = "too_long"
 NO_FUNCTION = "no_function"  # an LLM answer without a usable function
+NOTHING_TO_MUTATE = "nothing_to_mutate"  # the offline proposer found no constant or comparison
 # running it (sandbox)
 TIMEOUT = "timeout"
 CPU_LIMIT = "cpu_limit"
@@ -41,16 +42,17 @@ OUTPUT_TOO_LARGE = "output_too_large"
 # scoring and the database
 DEGENERATE_NEVER = "degenerate_never"
 DEGENERATE_ALWAYS = "degenerate_always"
+DEGENERATE_CONSTANT = "degenerate_constant"  # the same frames on every trace
 DUPLICATE = "duplicate"
 STALE_ISLAND = "stale_island"  # its island was reset after the prompt was built
 LLM_ERROR = "llm_error"
 
 ALL = (
     SYNTAX_ERROR, CONTRACT, WRONG_PATTERN, UNKNOWN_DEPENDENCY, FORBIDDEN_IMPORT, FORBIDDEN_NAME,
-    FORBIDDEN_ATTRIBUTE, TOO_LONG, NO_FUNCTION, TIMEOUT, CPU_LIMIT, MEMORY, OUTPUT_LIMIT, CRASHED,
+    FORBIDDEN_ATTRIBUTE, TOO_LONG, NO_FUNCTION, NOTHING_TO_MUTATE, TIMEOUT, CPU_LIMIT, MEMORY, OUTPUT_LIMIT, CRASHED,
     EXITED, EXCEPTION, RECURSION, BASE_EXCEPTION, SANDBOX_ERROR, INVALID_EVENTS, UNKNOWN_PARAMS,
     MISSING_PARAMS, UNKNOWN_OBJECT, TOO_MANY_EVENTS, OUTPUT_TOO_LARGE, DEGENERATE_NEVER,
-    DEGENERATE_ALWAYS, DUPLICATE, STALE_ISLAND, LLM_ERROR,
+    DEGENERATE_ALWAYS, DEGENERATE_CONSTANT, DUPLICATE, STALE_ISLAND, LLM_ERROR,
 )
 
 # What the LLM should do about each code, for the feedback lines of later prompts.
@@ -81,6 +83,7 @@ ADVICE = {
     OUTPUT_TOO_LARGE: "emit fewer, smaller events",
     DEGENERATE_NEVER: "the detector never fired on any trace",
     DEGENERATE_ALWAYS: "the detector fired on every frame of every trace",
+    DEGENERATE_CONSTANT: "the detector fired at the same frames on every trace; it must depend on the trace",
     DUPLICATE: "the events equal an existing program's; try a different idea",
 }
 

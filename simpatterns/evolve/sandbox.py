@@ -303,6 +303,18 @@ class Sandbox:
                 for w in held:
                     self._free.put(w)
 
+    def settle(self) -> None:
+        """Wait until every server has reaped its last child (servers answer first and
+        reap while the parent scores; a ping is answered only after the reaping)."""
+        with self._lock:
+            held = [self._free.get() for _ in self._workers]
+            try:
+                for w in held:
+                    w.call({"op": "ping"}, timeout_s=30)
+            finally:
+                for w in held:
+                    self._free.put(w)
+
     @property
     def dependency_labels(self) -> list[str]:
         return sorted(self._deps)

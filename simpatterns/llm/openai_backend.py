@@ -105,6 +105,7 @@ class OpenAIBackend(Backend):
         self._sync = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0)
         self._async: openai.AsyncOpenAI | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._async_guard: asyncio.Task | None = None
         self._lock = threading.Lock()
         self._server_models: list[dict[str, Any]] | None = None
         self._grammar_refused: str | None = None
@@ -251,13 +252,23 @@ class OpenAIBackend(Backend):
         return self._parse(resp, request, constrained)
 
     def _async_client(self) -> openai.AsyncOpenAI:
-        # an AsyncOpenAI's connection pool belongs to one event loop; a new
-        # asyncio.run() needs a new client
+        # An AsyncOpenAI's connections belong to one event loop, so each loop
+        # gets its own client, closed by a guard task when that loop shuts
+        # down (asyncio.run cancels it) -- not later by the garbage collector
+        # on another loop, which fails with "Event loop is closed".
         loop = asyncio.get_running_loop()
         if self._async is None or self._async_loop is not loop:
-            self._async = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0)
-            self._async_loop = loop
+            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0)
+            self._async, self._async_loop = client, loop
+            self._async_guard = loop.create_task(self._close_when_loop_ends(client))
         return self._async
+
+    @staticmethod
+    async def _close_when_loop_ends(client: openai.AsyncOpenAI) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await client.close()
 
     async def acall(self, request: ChatRequest, timeout_s: float | None) -> Completion:
         # the lazy /v1/models look-ups block: keep them off the event loop
@@ -278,7 +289,12 @@ class OpenAIBackend(Backend):
         self._sync.close()
 
     async def aclose(self) -> None:
-        if self._async is not None and self._async_loop is asyncio.get_running_loop():
-            await self._async.close()
-        self._async = None
+        guard = self._async_guard
+        if guard is not None and self._async_loop is asyncio.get_running_loop() and not guard.done():
+            guard.cancel()
+            try:
+                await guard
+            except asyncio.CancelledError:
+                pass
+        self._async = self._async_guard = None
         self.close()

@@ -8,6 +8,11 @@ and geometry within half a pixel. Where PHYRE puts geometry beyond the
 walls, ours may differ only there: bars are cut at the walls' outer faces
 (compared inside the scene square) and static bodies that reach nowhere into
 the scene, or lie within another static body, may be left out.
+
+To regenerate a reference (needs PHYRE): feed its parameter list back in,
+``python -c 'import json,sys; print(json.dumps([r["params"] for r in
+json.load(open(sys.argv[1]))["results"]]))' 00001.json > p.json`` then
+``/tmp/phyre39/bin/python scripts/phyre_reference.py 00001 p.json > 00001.json``.
 """
 
 from __future__ import annotations
@@ -256,3 +261,42 @@ def test_random_action_keeps_bodies_inside_walls(template_id):
     pos = trace.position[:, dyn, :]
     assert np.isfinite(pos).all()
     assert pos.min() >= 0 and pos.max() <= SCENE_SIZE, (template_id, params)
+
+
+# ------------------------------------------------ builder aids the ports use
+def test_trim_to_walls_cuts_only_beyond_the_walls():
+    from simpatterns.simulators.phyre import SceneBuilder
+
+    B = SceneBuilder()
+    inside = B.add("bar", scale=0.5, dynamic=False, left=10, bottom=50)
+    before = (inside.x, inside.y, inside.size["length"])
+    inside.trim_to_walls()
+    assert (inside.x, inside.y, inside.size["length"]) == before
+
+    ramp = B.add("bar", scale=2.0, dynamic=False, angle=10, left=0, bottom=-2)
+    full = our_parts(ramp)[0][1]
+    left_end = ramp.left
+    ramp.trim_to_walls()
+    assert ramp.size["length"] < 0.6 * 2.0 * SCENE_SIZE
+    assert ramp.right == pytest.approx(OUTER_HI)
+    assert ramp.left == pytest.approx(left_end)
+    assert hausdorff(clip_to_scene(our_parts(ramp)[0][1]), clip_to_scene(full)) < 1e-6
+
+    with pytest.raises(ValueError, match="static bars"):
+        B.add("bar", scale=0.3, dynamic=True, left=10, bottom=10).trim_to_walls()
+    with pytest.raises(ValueError, match="outside the walls"):
+        B.add("bar", scale=0.3, dynamic=False, left=300, bottom=10, angle=30).trim_to_walls()
+
+
+def test_discard_removes_that_very_body():
+    from simpatterns.simulators.phyre import SceneBuilder
+
+    B = SceneBuilder()
+    first = B.add("bar", scale=0.3, dynamic=False, left=10, bottom=10)
+    twin = B.add("bar", scale=0.3, dynamic=False, left=10, bottom=10)  # equal as data, not the same body
+    B.discard(twin)
+    assert any(b is first for b in B.bodies) and not any(b is twin for b in B.bodies)
+    with pytest.raises(ValueError):
+        B.discard(twin)
+    with pytest.raises(ValueError):
+        B.discard(B.bottom_wall)

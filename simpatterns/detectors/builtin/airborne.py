@@ -13,12 +13,13 @@ MIN_SECONDS = 1 / 6  # 10 frames: shorter gaps are the contact chatter of an imp
 
 
 def detect(trace, events):
-    free = ~trace.touching_matrix().any(axis=2) & trace.dynamic_mask  # [T, N]
+    dyn = np.flatnonzero(trace.dynamic_mask)
+    free = ~np.take(trace.touching_matrix(), dyn, axis=1).any(axis=2)  # [T, M]
+    edge = np.diff(np.concatenate([np.zeros((1, dyn.size), np.int8), free.astype(np.int8),
+                                   np.zeros((1, dyn.size), np.int8)]), axis=0)
+    start_t, start_k = np.nonzero(edge.T == 1)  # by body, then frame
+    stop = np.nonzero(edge.T == -1)[1]
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
-    out = []
-    for i in np.flatnonzero(free.any(axis=0)):
-        d = np.diff(np.concatenate(([0], free[:, i].astype(np.int8), [0])))
-        for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
-            if e - s >= min_frames:
-                out.append((int(s), {"object": trace.names[i], "frames": int(e - s)}))
-    return out
+    out = [(int(s), {"object": trace.names[dyn[k]], "frames": int(e - s)})
+           for k, s, e in zip(start_t, start_k, stop) if e - s >= min_frames]
+    return sorted(out, key=lambda ev: ev[0])

@@ -15,6 +15,16 @@ MIN_TRAVEL = 20.0  # px the pair's midpoint moves: most of a grid cell, so two b
 MERGE_GAP = 2  # frames of contact flicker that do not break the bond
 
 
+def runs(mask, gap=0):
+    """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
+    d = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
+    start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    if gap and start.size > 1:
+        keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))
+        start, stop = start[keep], stop[np.concatenate((keep[1:], [True]))]
+    return start, stop
+
+
 def detect(trace, events):
     T, N = trace.num_frames, trace.num_bodies
     ok = trace.dynamic_mask & np.array([b.role != "wall" for b in trace.bodies])
@@ -29,10 +39,7 @@ def detect(trace, events):
         mask = np.zeros(T, dtype=bool)
         mask[frames[key == k]] = True
         mask &= np.linalg.norm(trace.velocity[:, i] - trace.velocity[:, j], axis=1) < REL_SPEED
-        d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
-        start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-        merge = np.concatenate(([True], start[1:] - stop[:-1] > MERGE_GAP))
-        start, stop = start[merge], stop[np.concatenate((merge[1:], [True]))]
+        start, stop = runs(mask, MERGE_GAP)
         mid = (trace.position[:, i] + trace.position[:, j]) / 2
         for s, e in zip(start, stop):
             if e - s >= min_frames and np.linalg.norm(np.diff(mid[s:e], axis=0), axis=1).sum() >= MIN_TRAVEL:

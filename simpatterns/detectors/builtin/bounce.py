@@ -16,23 +16,20 @@ REBOUND_FRAMES = 4  # the solver separates an impact over a few steps
 
 
 def detect(trace, events):
-    N = trace.num_bodies
-    row_key = (trace.contact_frame.astype(np.int64) * N + trace.contact_a) * N + trace.contact_b
-    order = np.argsort(row_key)
+    starts = [(f, trace.body_index(p["object_a"]), trace.body_index(p["object_b"]))
+              for f, p in events["collision start"] if f > 0]  # contacts present at frame 0 were placed, not hit
+    if not starts:
+        return []
+    f, a, b = np.array(starts).T
+    v = trace.velocity[f - 1]  # [E, N, D] just before each contact
+    fast = (v[np.arange(len(f)), a] ** 2).sum(1) + (v[np.arange(len(f)), b] ** 2).sum(1) >= MIN_APPROACH ** 2
     out = []
-    for frame, p in events["collision start"]:
-        a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
-        if frame == 0:  # contacts present at the start were placed, not hit
-            continue
-        a, b = min(a, b), max(a, b)
-        row = order[np.searchsorted(row_key, (frame * N + a) * N + b, sorter=order)]
-        n = trace.contact_normal[row]  # points from a into b
-        after = trace.velocity[frame:frame + REBOUND_FRAMES]
-        for i, j, into in ((a, b, n), (b, a, -n)):
-            if not trace.bodies[i].dynamic:
-                continue
-            approach = trace.velocity[frame - 1, i] @ into
-            rebound = -(after[:, i] @ into).min()
-            if approach >= MIN_APPROACH and rebound >= MIN_REBOUND:
-                out.append((frame, {"object": trace.names[i], "surface": trace.names[j]}))
+    for frame, i0, j0 in zip(f[fast].tolist(), a[fast].tolist(), b[fast].tolist()):
+        a_, b_ = min(i0, j0), max(i0, j0)
+        rows = np.flatnonzero(trace.contact_frame == frame)
+        n = trace.contact_normal[rows[(trace.contact_a[rows] == a_) & (trace.contact_b[rows] == b_)][0]]
+        for i, j, into in ((a_, b_, n), (b_, a_, -n)):  # into: the normal pointing from i into j
+            if trace.bodies[i].dynamic and trace.velocity[frame - 1, i] @ into >= MIN_APPROACH:
+                if -(trace.velocity[frame:frame + REBOUND_FRAMES, i] @ into).min() >= MIN_REBOUND:
+                    out.append((frame, {"object": trace.names[i], "surface": trace.names[j]}))
     return out

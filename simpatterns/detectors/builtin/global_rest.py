@@ -15,12 +15,12 @@ MIN_SECONDS = 0.5  # shorter lulls (the top of a bounce) are not rest
 
 
 def detect(trace, events):
-    dyn = trace.dynamic_mask
-    spin = np.abs(trace.angular_velocity[:, dyn])
-    if spin.ndim == 3:  # 3-D traces: angular velocity vectors
-        spin = np.linalg.norm(spin, axis=2)
-    still = (trace.speed()[:, dyn] < REST_SPEED).all(axis=1) & (spin < REST_SPIN).all(axis=1)
-    d = np.diff(np.concatenate(([0], still.astype(np.int8), [0])))
+    dyn = np.flatnonzero(trace.dynamic_mask)
+    v = np.take(trace.velocity, dyn, axis=1)
+    spin = np.take(trace.angular_velocity, dyn, axis=1)
+    spin = spin * spin if spin.ndim == 2 else (spin * spin).sum(axis=2)  # 3-D traces: spin vectors
+    still = ((v * v).sum(axis=2) < REST_SPEED ** 2) & (spin < REST_SPIN ** 2)
+    d = np.diff(np.concatenate(([0], still.all(axis=1).astype(np.int8), [0])))
     start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     return [(int(s), {"frames": int(e - s)}) for s, e in zip(start, stop) if e - s >= min_frames]

@@ -7,14 +7,14 @@ DESCRIPTION = (
     "A body crosses several grid cells in one movement (transitions less than 1 s apart). Emitted once per "
     "movement, at its last transition, with path (every [column, row] cell visited, in order) and directions "
     "(the coarse compass directions of the movement in order, e.g. ['east', 'south-east']; x+ is east, y+ is "
-    "north): the path is cut into legs of 2 cells and each leg's direction is rounded to 8 compass points."
+    "north): the path is cut into legs of 3 cells and each leg's direction is rounded to 8 compass points."
 )
 DEPENDS = ["grid cell transition"]
 PARAMS = ["object", "path", "directions"]
 
 GAP_SECONDS = 1.0  # a pause longer than this ends a movement (a body at 25 px/s crosses a cell in 1 s)
 MIN_TRANSITIONS = 2  # a single step is a "grid cell transition", not a path
-LEG = 2  # cells per leg: a diagonal staircase (east, north, east, ...) reads as north-east
+LEG = 3  # cells per leg: a staircase of cell steps (east, north, east, ...) reads as one direction
 COMPASS = ["east", "north-east", "north", "north-west", "west", "south-west", "south", "south-east"]
 
 

@@ -16,8 +16,12 @@ RESPONSE_SPEED = 2.0  # px/s object_b must reach: it felt the hit
 RESPONSE_FRAMES = 5  # frames after the contact to reach it
 
 
+def speed(trace, i, frames):
+    v = trace.velocity[frames, i]
+    return np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2)
+
+
 def detect(trace, events):
-    speed = trace.speed()
     k = max(1, round(REST_SECONDS / trace.dt))
     out = []
     for frame, p in events["collision start"]:
@@ -25,8 +29,8 @@ def detect(trace, events):
             continue
         pair = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
         for i, j in (pair, pair[::-1]):
-            if (trace.bodies[j].dynamic and speed[frame - 1, i] >= MOVING_SPEED
-                    and speed[frame - k:frame, j].max() < REST_SPEED
-                    and speed[frame:frame + RESPONSE_FRAMES, j].max() >= RESPONSE_SPEED):
+            if (trace.bodies[j].dynamic and speed(trace, i, frame - 1) >= MOVING_SPEED
+                    and speed(trace, j, slice(frame - k, frame)).max() < REST_SPEED
+                    and speed(trace, j, slice(frame, frame + RESPONSE_FRAMES)).max() >= RESPONSE_SPEED):
                 out.append((frame, {"object_a": trace.names[i], "object_b": trace.names[j]}))
     return out

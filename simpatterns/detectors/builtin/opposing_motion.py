@@ -20,30 +20,36 @@ MIN_FRAMES = 3  # the opposition lasts a few steps, not one solver jolt
 
 def detect(trace, events):
     dyn = trace.dynamic_mask & np.array([b.role != "wall" for b in trace.bodies])
-    spin = np.abs(trace.angular_velocity)
-    if spin.ndim == 3:
-        spin = np.linalg.norm(spin, axis=2)
-    touch, speed, v = trace.touching_matrix(), trace.speed(), trace.velocity
-    w = max(1, round(TOUCH_SECONDS / trace.dt))
+    touch = trace.touching_matrix()
+    met = touch.any(axis=0) & dyn[None, :]  # met[c, j]: dynamic j touched c at some frame
     out = []
-    for c in np.flatnonzero(dyn & (spin > LEVER_SPIN).any(axis=0)):
-        # recent[t, j]: body j touched the lever c at some frame in [t - w, t]
-        cum = np.concatenate([np.zeros((1, trace.num_bodies), int), np.cumsum(touch[:, c], axis=0)])
+    # a lever is a dynamic body touched by two other dynamic bodies; most traces have none
+    for c in np.flatnonzero(dyn & (met.sum(axis=1) >= 2)):
+        spin = np.abs(trace.angular_velocity[:, c])
+        if spin.ndim == 2:  # 3-D traces: spin vectors
+            spin = np.sqrt((spin ** 2).sum(axis=1))
+        turning = spin > LEVER_SPIN
+        if not turning.any():
+            continue
+        w = max(1, round(TOUCH_SECONDS / trace.dt))
+        users = np.flatnonzero(met[c])
+        # recent[t, k]: users[k] touched the lever at some frame in [t - w, t]
+        cum = np.concatenate([np.zeros((1, users.size), int), np.cumsum(touch[:, c, users], axis=0)])
         recent = cum[1:] - cum[np.maximum(np.arange(trace.num_frames) - w, 0)] > 0
-        users = np.flatnonzero(recent.any(axis=0) & dyn)
-        for k, a in enumerate(users):
-            for b in users[k + 1:]:
-                if a == c or b == c:
-                    continue
-                cos = (v[:, a] * v[:, b]).sum(axis=1) / np.maximum(speed[:, a] * speed[:, b], 1e-9)
-                cond = (recent[:, a] & recent[:, b] & (spin[:, c] > LEVER_SPIN) & ~touch[:, a, b]
-                        & (speed[:, a] >= MOVING_SPEED) & (speed[:, b] >= MOVING_SPEED) & (cos < OPPOSE_COS))
+        v = trace.velocity[:, users]
+        speed = np.sqrt((v ** 2).sum(axis=2))
+        for k in range(users.size):
+            for m in range(k + 1, users.size):
+                a, b = users[k], users[m]
+                cos = (v[:, k] * v[:, m]).sum(axis=1) / np.maximum(speed[:, k] * speed[:, m], 1e-9)
+                cond = (recent[:, k] & recent[:, m] & turning & ~touch[:, a, b] & (cos < OPPOSE_COS)
+                        & (speed[:, k] >= MOVING_SPEED) & (speed[:, m] >= MOVING_SPEED))
                 d = np.diff(np.concatenate(([0], cond.astype(np.int8), [0])))
                 for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
                     if e - s < MIN_FRAMES:
                         continue
-                    before = max(s - w, 0)
-                    drv, drn = (a, b) if speed[before, a] >= speed[before, b] else (b, a)
+                    before = max(s - w, 0)  # the driver was the faster one just before
+                    drv, drn = (a, b) if speed[before, k] >= speed[before, m] else (b, a)
                     out.append((int(s), {"object_a": trace.names[drv], "object_b": trace.names[drn],
                                          "lever": trace.names[c]}))
     return sorted(out, key=lambda ev: ev[0])

@@ -17,21 +17,27 @@ IMPACT_SPEED = 5.0  # px/s closing speed of the collision: placement settling do
 WINDOW_SECONDS = 0.5  # the push travels through a support or a stack within this time
 
 
+def speed(trace, i, frames):
+    v = trace.velocity[frames, i]
+    return np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2)
+
+
 def detect(trace, events):
-    speed, touch, dynamic = trace.speed(), trace.touching_matrix(), trace.dynamic_mask
+    touch, dynamic = trace.touching_matrix(), trace.dynamic_mask
     k = max(1, round(REST_SECONDS / trace.dt))
     w = max(1, round(WINDOW_SECONDS / trace.dt))
     out, seen = [], set()
     for frame, p in events["collision start"]:
         a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
-        if frame < k or np.linalg.norm(trace.velocity[frame - 1, a] - trace.velocity[frame - 1, b]) < IMPACT_SPEED:
+        dv = trace.velocity[frame - 1, a] - trace.velocity[frame - 1, b]
+        if frame < k or dv @ dv < IMPACT_SPEED ** 2:
             continue
         linked = (touch[frame, :, a] & dynamic[a]) | (touch[frame, :, b] & dynamic[b])
-        still = (speed[frame - k:frame] < REST_SPEED).all(axis=0)
-        for c in np.flatnonzero(linked & still & dynamic):
-            if c in (a, b):
+        linked[[a, b]] = False
+        for c in np.flatnonzero(linked & dynamic):
+            if speed(trace, c, slice(frame - k, frame)).max() >= REST_SPEED:
                 continue
-            moving = np.flatnonzero(speed[frame:frame + w + 1, c] >= MOVE_SPEED)
+            moving = np.flatnonzero(speed(trace, c, slice(frame, frame + w + 1)) >= MOVE_SPEED)
             if moving.size and (c, frame + moving[0]) not in seen:
                 seen.add((c, frame + moving[0]))
                 out.append((int(frame + moving[0]), {"object": trace.names[c], "object_a": p["object_a"],

@@ -14,25 +14,34 @@ UP_COS = 0.5  # normal within 60 degrees of vertical: a 20 degree ramp supports,
 MERGE_GAP = 2  # frames: resting contacts flicker for a step or two without the support ending
 
 
+def pair_runs(key, frame, num_frames, gap=0):
+    """Runs of consecutive frames for each key of sparse (key, frame) rows: arrays (key, start, stop),
+    stop exclusive, ordered by key then start; runs at most `gap` frames apart merge."""
+    if key.size == 0:
+        return key, key, key
+    keys = np.flatnonzero(np.bincount(key))
+    slot = np.zeros(keys[-1] + 1, dtype=np.int64)
+    slot[keys] = np.arange(keys.size)
+    mask = np.zeros((keys.size, num_frames + 2), dtype=np.int8)
+    mask[slot[key], frame + 1] = 1
+    edge = np.diff(mask, axis=1)
+    k, start = np.nonzero(edge == 1)
+    stop = np.nonzero(edge == -1)[1]
+    if gap and k.size > 1:
+        keep = np.concatenate(([True], (k[1:] != k[:-1]) | (start[1:] - stop[:-1] > gap)))
+        k, start, stop = k[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
+    return keys[k], start, stop
+
+
 def detect(trace, events):
-    T, N = trace.num_frames, trace.num_bodies
+    N = trace.num_bodies
     up = trace.contact_normal[:, 1]  # the normal points from contact_a to contact_b
-    on_b = up >= UP_COS  # contact_b rests on contact_a
-    on_a = up <= -UP_COS
-    upper = np.where(on_b, trace.contact_b, trace.contact_a)[on_a | on_b].astype(int)
-    lower = np.where(on_b, trace.contact_a, trace.contact_b)[on_a | on_b].astype(int)
-    frame = trace.contact_frame[on_a | on_b]
-    keep = trace.dynamic_mask[upper]
-    upper, lower, frame = upper[keep], lower[keep], frame[keep]
-    key = upper * N + lower
-    out = []
-    for k in np.unique(key):
-        mask = np.zeros(T, dtype=np.int8)
-        mask[frame[key == k]] = 1
-        d = np.diff(np.concatenate(([0], mask, [0])))
-        start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-        merge = np.concatenate(([True], start[1:] - stop[:-1] > MERGE_GAP))
-        start, stop = start[merge], stop[np.concatenate((merge[1:], [True]))]
-        a, b = trace.names[k // N], trace.names[k % N]
-        out += [(int(s), {"object_a": a, "object_b": b, "frames": int(e - s)}) for s, e in zip(start, stop)]
+    on_b, on_a = up >= UP_COS, up <= -UP_COS  # contact_b rests on contact_a, or the other way round
+    upper = np.where(on_b, trace.contact_b, trace.contact_a).astype(np.int64)
+    lower = np.where(on_b, trace.contact_a, trace.contact_b).astype(np.int64)
+    rows = (on_a | on_b) & trace.dynamic_mask[upper]
+    key, start, stop = pair_runs(upper[rows] * N + lower[rows], trace.contact_frame[rows], trace.num_frames, MERGE_GAP)
+    names = trace.names
+    out = [(int(s), {"object_a": names[k // N], "object_b": names[k % N], "frames": int(e - s)})
+           for k, s, e in zip(key.tolist(), start, stop)]
     return sorted(out, key=lambda ev: ev[0])

@@ -20,24 +20,26 @@ DOWN_SPEED = 1.0  # px/s downward: the fall has begun
 def detect(trace, events):
     if trace.dim != 2:
         return []
-    speed = trace.speed()
     k = max(1, round(REST_SECONDS / trace.dt))
     w = max(1, round(WINDOW_SECONDS / trace.dt))
+    # candidates: dynamic, not round (a ball rolls, it does not tip), not a wall
+    can_tip = [b.dynamic and b.role != "wall" and not all(p["kind"] == "circle" for p in b.parts) for b in trace.bodies]
     out, done = [], set()
     for frame, p in events["collision start"]:
         if frame < k:
             continue
         pair = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
         for i, j in (pair, pair[::-1]):
-            body = trace.bodies[i]
-            if (i in done or not body.dynamic or body.role == "wall"
-                    or all(part["kind"] == "circle" for part in body.parts)
-                    or speed[frame - k:frame, i].max() >= REST_SPEED):
+            if i in done or not can_tip[i]:
+                continue
+            v = trace.velocity[frame - k:frame, i]
+            if (v[:, 0] ** 2 + v[:, 1] ** 2).max() >= REST_SPEED ** 2:
                 continue
             turn = np.abs(trace.angle[frame:frame + w, i] - trace.angle[frame - 1, i])
             drop = trace.position[frame - 1, i, 1] - trace.position[frame:frame + w, i, 1]
-            if (turn >= TIP_ANGLE).any() and drop[np.argmax(turn >= TIP_ANGLE):].max() >= MIN_DROP:
+            tipped = np.flatnonzero(turn >= TIP_ANGLE)
+            if tipped.size and drop[tipped[0]:].max() >= MIN_DROP:
                 down = np.flatnonzero(trace.velocity[frame:frame + w, i, 1] <= -DOWN_SPEED)
                 done.add(i)
-                out.append((int(frame + (down[0] if down.size else 0)), {"object": body.name, "hit_by": trace.names[j]}))
+                out.append((int(frame + (down[0] if down.size else 0)), {"object": trace.names[i], "hit_by": trace.names[j]}))
     return sorted(out, key=lambda ev: ev[0])

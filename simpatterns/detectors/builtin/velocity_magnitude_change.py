@@ -17,8 +17,8 @@ SMALL, LARGE = 1 / 3, 2 / 3  # relative change bounds of the bins
 
 
 def runs(mask, gap=0):
-    """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` apart merge."""
-    d = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
+    d = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
     start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
     if gap and start.size > 1:
         keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))

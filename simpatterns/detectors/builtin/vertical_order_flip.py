@@ -2,7 +2,7 @@ import numpy as np
 
 PATTERN = "vertical order flip"
 DESCRIPTION = (
-    "Two bodies (not the ground or walls; at least one dynamic) swap their vertical order: the y of "
+    "Two dynamic bodies (or a dynamic body and a fixed goal body) swap their vertical order: the y of "
     "their centres crosses, with or without contact. Emitted at the first frame of the new order (centres "
     "more than 1 px apart), with object_a and object_b in body index order and above, the one now above."
 )
@@ -10,10 +10,12 @@ DEPENDS = []
 PARAMS = ["object_a", "object_b", "above"]
 
 TOLERANCE = 1.0  # px: the centres must be this far apart on each side of the crossing (resting jitter ~0.01 px)
+GOAL_ROLES = ("goal_object", "goal_subject")  # fixed obstacles and walls are passed all the time; only a goal matters
 
 
 def detect(trace, events):
-    keep = [i for i, b in enumerate(trace.bodies) if b.role != "wall"]
+    # dynamic bodies, plus a fixed goal body (PHYRE's purple) that the others can pass
+    keep = [i for i, b in enumerate(trace.bodies) if b.dynamic or b.role in GOAL_ROLES]
     pairs = [(i, j) for k, i in enumerate(keep) for j in keep[k + 1:] if trace.bodies[i].dynamic or trace.bodies[j].dynamic]
     if not pairs:
         return []

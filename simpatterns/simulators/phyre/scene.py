@@ -134,7 +134,8 @@ class BodySpec:
         beyond the walls' outer faces (which nothing can reach) is cut off.
         A bar already within the walls is left as it is."""
         if self.kind != "bar" or self.dynamic:
-            raise ValueError(f"trim_to_walls works on static bars, not a {'dynamic ' if self.dynamic else ''}{self.kind}")
+            what = f"{'dynamic ' if self.dynamic else ''}{self.kind}"
+            raise ValueError(f"trim_to_walls works on static bars, not a {what}")
         half_len, half_t = self.size["length"] / 2, self.size["thickness"] / 2
         lo, hi = -geo.WALL_THICKNESS, SCENE_SIZE + geo.WALL_THICKNESS
         c, s = math.cos(self.angle), math.sin(self.angle)

@@ -12,7 +12,7 @@ from simpatterns.simulators.phyre.template import Template, skip_if
 
 def build(B, obstacle_width, obstacle_x, obstacle_y):
     skip_if(obstacle_x + obstacle_width > 1.0)
-    obstacle = B.add("bar", scale=obstacle_width, dynamic=False, left=obstacle_x * B.width,
+    obstacle = B.add("bar", scale=obstacle_width, dynamic=False, label="obstacle bar", left=obstacle_x * B.width,
                      bottom=obstacle_y * B.height)
     ball = B.add("ball", scale=0.1, center_x=obstacle_x * B.width + obstacle.width / 2, bottom=0.9 * B.height)
     floor = B.add("bar", scale=1.0, dynamic=False, label="floor", bottom=0, left=0)

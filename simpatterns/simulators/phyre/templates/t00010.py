@@ -3,8 +3,8 @@ must touch the purple right slope.
 
 Two full-length static bars rise from 2 px below the ground and meet at the
 valley bottom (``center_point`` of the width): the right slope at
-``right_bar_angle``, the left one ``bar_angle`` degrees steeper so that the
-valley opens upwards. The pair is shifted sideways so that the right slope
+``right_bar_angle``, the left one turned ``bar_angle`` degrees clockwise
+from it, so that the two open upwards in a V. The pair is shifted sideways so that the right slope
 reaches the right wall, or else the left slope the left wall. The jar (scale
 0.2), tilted like the left slope, hangs ``jar_vertical_top_offset`` below the
 ceiling, pushed right until it clears the left slope by 5 px; the ball

@@ -8,13 +8,14 @@ two ball diameters under the ball; a purple floor bar spans the bottom.
 Each walk heads in a random direction turning by a random constant step;
 after three or more pegs it may restart (probability 0.2) from one of its
 earlier pegs in a new direction. It stops after 15-29 pegs that lie inside
-the scene; only those are placed. A restart re-places a peg on the one it
-restarts from, as in PHYRE, so a layout may hold coincident pegs.
+the scene; only those are placed. A restart re-draws the peg it restarts
+from: PHYRE then places two coincident pegs, here that peg is placed once.
 
 ``seed`` (0-299, as PHYRE) drives `numpy.random.default_rng`, so layouts
 are reproducible here but are not PHYRE's layouts for the same seed (PHYRE
-draws from the legacy `RandomState`); `peg_chains` takes any generator with
-``uniform``, ``integers`` and ``choice``.
+draws from the legacy `RandomState`). ``build`` accepts another stream as
+``rng`` (any object with ``uniform``, ``integers`` and ``choice``): fed
+PHYRE's stream for a seed it rebuilds PHYRE's layout, which the tests check.
 """
 
 from __future__ import annotations
@@ -59,18 +60,23 @@ def peg_chain(rng: Any, start: tuple[float, float], ceiling: float) -> list[tupl
 
 
 def peg_chains(rng: Any, ceiling: float) -> list[tuple[float, float]]:
+    """Both walks' peg centres that lie in the scene (repeats included)."""
     pegs: list[tuple[float, float]] = []
     for start in CHAIN_STARTS:
         pegs.extend(peg_chain(rng, start, ceiling))
     return [(x, y) for x, y in pegs if 0.0 <= x <= 1.0 and 0.0 <= y <= 1.0]
 
 
-def build(B, seed, rng=None):
+def build(B, seed, rng: Any = None):
     rng = np.random.default_rng(seed) if rng is None else rng
     ball_x = rng.uniform(0.4, 0.6)
     ball = B.add("ball", scale=0.1, center_x=ball_x * B.width, center_y=0.9 * B.height)
     ceiling = (ball.bottom - 2 * ball.height) / B.height
+    placed: set[tuple[float, float]] = set()
     for x, y in peg_chains(rng, ceiling):
+        if (x, y) in placed:
+            continue
+        placed.add((x, y))
         B.add("ball", scale=0.05, dynamic=False, label="peg", center_x=x * B.width, center_y=y * B.height)
     floor = B.add("bar", scale=1.0, dynamic=False, label="floor", bottom=0, left=0)
     B.set_goal(ball, floor)

@@ -9,13 +9,15 @@ ramp (0.5) tilted down to the right by ``angle`` degrees has its bottom at
 0.3 of the height and its right end 0.1 of the width left of the blocker; a
 short launch bar (0.1, tilted up 10 degrees) continues it. Two shields
 parallel to the ramp sit 6 and 10 ``radius`` above it; a long deflector
-(0.5, tilted 30 degrees down) hangs right of the launch bar. The green ball
-(radius ``radius`` px) rests near the ramp's upper end, shifted right by
-``buffer`` of the width; a gray ball of half that radius lies four radii
-further down the ramp, raised onto the launch bar if it reaches it.
+(0.5, tilted 30 degrees down) hangs right of the launch bar. The green
+ball (radius ``radius`` px, cut to whole pixels plus 0.5) rests near the
+ramp's upper end, shifted right by ``buffer`` of the width; a gray ball of
+half that radius lies four radii further down the ramp, raised onto the
+launch bar if it reaches it.
 
 Combinations whose ball is at least as wide as the target are skipped, as
-in PHYRE (900 combinations, 720 used).
+in PHYRE (no grid combination is). Bars are cut where they run into a wall;
+inside the scene the layout is PHYRE's.
 """
 
 import math
@@ -46,18 +48,17 @@ def build(B, target_position, radius, buffer, angle):
         "bar", scale=0.1, dynamic=False, label="launch bar", angle=10,
         bottom=ramp.bottom, left=ramp.right - 0.02 * W,
     )
-    shield = B.add(
-        "bar", scale=0.5, dynamic=False, label="lower shield", angle=-angle,
-        bottom=0.3 * H + radius * 6, right=ramp_right,
-    )
-    B.add(
-        "bar", scale=0.5, dynamic=False, label="upper shield", angle=-angle,
-        bottom=0.3 * H + radius * 10, right=ramp_right,
-    )
+    shields = [
+        B.add(
+            "bar", scale=0.5, dynamic=False, label=f"{word} shield", angle=-angle,
+            bottom=0.3 * H + radius * rise, right=ramp_right,
+        )
+        for word, rise in (("lower", 6), ("upper", 10))
+    ]
     B.add("bar", scale=0.1, dynamic=False, label="post", angle=90.0, left=base.left, bottom=base.top)
-    B.add(
+    deflector = B.add(
         "bar", scale=0.5, dynamic=False, label="deflector", angle=-30.0,
-        top=shield.bottom + 0.1 * H, left=launch.right,
+        top=shields[0].bottom + 0.1 * H, left=launch.right,
     )
 
     slope = math.tan(math.radians(angle))
@@ -73,6 +74,8 @@ def build(B, target_position, radius, buffer, angle):
         small.set_bottom(max(launch.top, small.bottom))
 
     skip_if(ball.width >= target.width)
+    for bar in (ramp, *shields, deflector):  # last: the balls were placed from the ramp's full extent
+        bar.trim_to_walls()
     B.set_goal(ball, target)
 
 

@@ -8,7 +8,8 @@ inside it. A static shelf (scale 1, running into the right wall) starts
 ``bar_y``. On the shelf's left end an upturned jar (0.12) covers the green
 ball (0.05). A long static ramp tilted ``right_diag_angle`` degrees rises
 from the shelf's height at 0.7 of the width (or 10 px right of the upturned
-jar, if further).
+jar, if further). Bars are cut where they run into a wall; inside the scene
+the layout is PHYRE's.
 
 Skipped as in PHYRE: high shelves (``bar_y`` >= 0.6) over jars right of
 0.4, and shelves starting closer to the left wall than three ball widths.
@@ -30,10 +31,12 @@ def build(B, bar_y, bottom_jar_scale, bottom_jar_x, right_diag_angle, bar_offset
     cover = B.add("jar", scale=0.12, label="upturned jar", angle=180.0, left=shelf.left, bottom=shelf.top)
     ball = B.add("ball", scale=0.05, center_x=cover.left + cover.width * 0.5, bottom=shelf.top)
     skip_if(shelf.left < 3 * ball.width)
-    B.add(
+    ramp = B.add(
         "bar", scale=1.0, dynamic=False, label="ramp", angle=right_diag_angle,
         bottom=shelf.bottom, left=max(0.7 * B.width, cover.right + 10),
     )
+    shelf.trim_to_walls()
+    ramp.trim_to_walls()
     B.set_goal(ball, target)
 
 

@@ -5,13 +5,15 @@ Layout (PHYRE 00019): two balls (scale 0.1) share the x ``ball_x``; the green
 one has its bottom at 0.9 of the height, the gray one at ``lower_ball_y``.
 A black floor spans the bottom; on it lies the purple pad (length
 ``target_size``) centred at ``target_x``, with a short upright wall (0.02)
-just beyond each end, its foot level with the pad's top; the wall on the side facing the ball is placed twice, as PHYRE
-does (two coincident static bodies).
+just beyond each end, its foot level with the pad's top. (PHYRE places the
+wall on the side facing the ball a second time, on top of the first; that
+copy changes nothing and is left out.)
 
 Skipped: PHYRE's own rule (green ball starting within 3 px of the right
-edge), plus two additions so every body starts inside the scene: balls
-that would straddle a side wall (``ball_x`` within a radius of an edge) and
-pads reaching an edge (one pad wall would lie wholly beyond the scene).
+edge), plus one addition so that no ball starts inside a side wall: balls
+within a radius of the scene's edge (PHYRE keeps them; its released tasks
+include a ball centred on the left edge). A pad running into a side wall
+is cut at the wall and its wall beyond the scene's edge is left out.
 """
 
 import numpy as np
@@ -31,13 +33,14 @@ def build(B, ball_x, target_x, target_size, lower_ball_y):
     pad = B.add(
         "bar", scale=target_size, dynamic=False, label="pad", center_x=target_x * B.width, bottom=floor.top,
     )
-    skip_if(pad.left <= 0 or pad.right >= B.width)
-    B.add("bar", scale=0.02, dynamic=False, label="pad wall", right=pad.left, angle=90.0, bottom=pad.top)
-    B.add("bar", scale=0.02, dynamic=False, label="pad wall", left=pad.right, angle=90.0, bottom=pad.top)
-    if pad.left < ball.left:
-        B.add("bar", scale=0.02, dynamic=False, label="pad wall", right=pad.left, angle=90.0, bottom=pad.top)
-    else:
-        B.add("bar", scale=0.02, dynamic=False, label="pad wall", left=pad.right, angle=90.0, bottom=pad.top)
+    walls = (
+        B.add("bar", scale=0.02, dynamic=False, label="left pad wall", right=pad.left, angle=90.0, bottom=pad.top),
+        B.add("bar", scale=0.02, dynamic=False, label="right pad wall", left=pad.right, angle=90.0, bottom=pad.top),
+    )
+    for wall in walls:
+        if wall.outside_play_area:
+            B.discard(wall)
+    pad.trim_to_walls()
     B.set_goal(ball, pad)
 
 

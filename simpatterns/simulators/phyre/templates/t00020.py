@@ -12,10 +12,9 @@ the wall (at 0.9 of the height if the hole's top is below 0.7, else at 0.3),
 and the purple floor starts 4 px right of the wall.
 
 Skipped as in PHYRE: holes whose top is not within (0.2, 0.9) of the height
-(400 combinations, 200 used). Difference from PHYRE: PHYRE also adds the
-three stairs that start above the scene's top (wholly outside the world,
-never touched); they are left out here, so body indices after the stairs
-are three lower than PHYRE's.
+(400 combinations, 200 used). PHYRE also adds three stairs wholly above the
+scene's top (they can touch nothing); they are left out here. Bars are cut
+where they run into a wall; inside the scene the layout is PHYRE's.
 """
 
 import numpy as np
@@ -31,13 +30,10 @@ def build(B, bar_y, vbar_x_scale, distance_to_wall, angle):
     wall_x = vbar_x_scale * W
     ball = B.add("ball", scale=0.08, right=wall_x - 1, bottom=0.9 * H)
     stairs_right = ball.left - 2 - distance_to_wall * H
-    for i in range(NUM_STAIRS):
-        if i * STAIR_STEP >= 1.0:  # wholly above the scene
-            continue
-        B.add(
-            "bar", scale=0.3, dynamic=False, label="stair", angle=-angle,
-            bottom=i * STAIR_STEP * H, right=stairs_right,
-        )
+    stairs = [
+        B.add("bar", scale=0.3, dynamic=False, label="stair", angle=-angle, bottom=i * STAIR_STEP * H, right=stairs_right)
+        for i in range(NUM_STAIRS)
+    ]
     ball.set_left(stairs_right + 1)
 
     # the hole is cut under stair bar_y + 1 (the stair on the ground does not count)
@@ -49,6 +45,11 @@ def build(B, bar_y, vbar_x_scale, distance_to_wall, angle):
     B.add("bar", scale=hole_top - hole_size, dynamic=False, label="lower wall", angle=90, left=wall_x, bottom=0)
     B.add("ball", scale=0.1, left=wall_x + 8, bottom=(0.9 if hole_top < 0.7 else 0.3) * H)
     floor = B.add("bar", scale=1.0, dynamic=False, label="floor", bottom=0, left=wall_x + 4)
+    for bar in (*stairs, floor):
+        if bar.outside_play_area:
+            B.discard(bar)
+        else:
+            bar.trim_to_walls()
     B.set_goal(ball, floor)
 
 

@@ -13,7 +13,8 @@ sits ``ball_offset`` px right of the shelf's left end, one radius above the
 shelf's top.
 
 Skipped as in PHYRE: jars reaching more than 10 px past the shelf's right
-end.
+end. The corner ramps are cut where they run into a wall; inside the scene
+the layout is PHYRE's.
 """
 
 import numpy as np
@@ -25,8 +26,8 @@ SHELF_LENGTH_PX = 90.0
 
 def build(B, radius, jar_scale, angle, jar_position, x_offset, ball_offset, shift_right, obstacle_angle):
     W, H = B.width, B.height
-    B.add("bar", scale=0.5, dynamic=False, label="left ramp", angle=-angle, bottom=0, right=0.2 * W)
-    B.add("bar", scale=0.5, dynamic=False, label="right ramp", angle=angle, bottom=0, left=0.8 * W)
+    B.add("bar", scale=0.5, dynamic=False, label="left ramp", angle=-angle, bottom=0, right=0.2 * W).trim_to_walls()
+    B.add("bar", scale=0.5, dynamic=False, label="right ramp", angle=angle, bottom=0, left=0.8 * W).trim_to_walls()
     jar = B.add("jar", scale=jar_scale, center_x=(jar_position + x_offset) * W, bottom=0)
     shelf = B.add(
         "bar", scale=SHELF_LENGTH_PX / W, dynamic=False, label="shelf", angle=obstacle_angle,

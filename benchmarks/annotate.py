@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Annotation cost against simulation cost, and pairwise distance matrices for a data set.
+
+    python benchmarks/annotate.py [--per-template 8] [--reps 3] [--workers 2]
+
+1. Over a mix of all templates (``--per-template`` scenes x random valid
+   actions each, seeded; PHYRE's default run: up to 1000 steps, stopping at
+   success), each trace is simulated and then annotated with the whole
+   built-in guided library, interleaved so both see the same machine load.
+   Prints the ratio of total annotation time to total simulation time
+   (target: <= 0.2) and the slowest patterns.
+2. ``annotate_many`` over the same traces in a pool of ``--workers`` processes
+   (wall time, traces per second) against the serial loop.
+3. For the N traces (200 by default): the trace-distance matrix (target
+   <= 1 s), its cached reload, and the annotation-distance matrix over all
+   patterns (target <= 0.2 s), best of ``--reps``; baseline: the same
+   distances pair by pair in a Python loop on a subset, scaled to N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from simpatterns.annotate.annotator import annotate, annotate_many
+from simpatterns.annotate.distances import (
+    annotation_distance_matrix,
+    distance_from_histograms,
+    histogram_stack,
+    trace_distance,
+    trace_distance_matrix,
+)
+from simpatterns.detectors.library import PatternLibrary
+from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+
+
+def cases(per_template: int, seed: int) -> list[tuple[str, object, np.ndarray]]:
+    out = []
+    rng = np.random.default_rng(seed)
+    for tid in TEMPLATES:
+        t = get_template(tid)
+        if t.num_variants:
+            scenes = [t.variant_scene(k % t.num_variants) for k in range(per_template)]
+        else:
+            params = []
+            for p in t.valid_param_sets():
+                params.append(p)
+                if len(params) >= per_template:
+                    break
+            scenes = [t.scene(params[k % len(params)]) for k in range(per_template)]
+        for scene in scenes:
+            for _ in range(1000):
+                a = rng.random(3)
+                if check_action(scene, a) is None:
+                    out.append((tid, scene, a))
+                    break
+    return out
+
+
+def best(fn, reps: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-template", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    lib = PatternLibrary.builtin()
+    mix = cases(args.per_template, args.seed)
+    print(f"{len(mix)} rollouts over {len(TEMPLATES)} templates; library: {len(lib)} patterns; "
+          f"{os.cpu_count()} CPU cores visible")
+
+    # 1. simulate vs annotate, interleaved
+    annotate(simulate(mix[0][1], mix[0][2]).trace, lib)  # warm caches and imports
+    sim_t = np.zeros(len(mix))
+    ann_t = np.zeros(len(mix))
+    traces, anns = [], []
+    per_pattern: dict[str, float] = {label: 0.0 for label in lib.order()}
+    for k, (tid, scene, a) in enumerate(mix):
+        t0 = time.perf_counter()
+        trace = simulate(scene, a).trace
+        t1 = time.perf_counter()
+        ann = annotate(trace, lib, trace_id=f"{tid}#{k}")
+        t2 = time.perf_counter()
+        sim_t[k], ann_t[k] = t1 - t0, t2 - t1
+        traces.append(trace)
+        anns.append(ann)
+        for label, sec in ann.timings.items():
+            per_pattern[label] += sec
+    errors = sum(len(a.errors) for a in anns)
+    frames = np.array([t.num_frames for t in traces])
+    print("\n== annotation vs simulation (same traces, interleaved)")
+    print(f"frames per trace: mean {frames.mean():.0f} (min {frames.min()}, max {frames.max()}); "
+          f"events per trace: mean {np.mean([len(a.events) for a in anns]):.0f}; detector errors: {errors}")
+    print(f"simulate: {sim_t.sum():.3f} s total, {sim_t.mean() * 1e3:.2f} ms/trace")
+    print(f"annotate: {ann_t.sum():.3f} s total, {ann_t.mean() * 1e3:.2f} ms/trace")
+    ratio = ann_t.sum() / sim_t.sum()
+    print(f"ratio annotate/simulate = {ratio:.3f}  (target <= 0.2: {'met' if ratio <= 0.2 else 'NOT met'})")
+    tids = np.array([tid for tid, _, _ in mix])
+    per_t = {tid: ann_t[tids == tid].sum() / sim_t[tids == tid].sum() for tid in TEMPLATES}
+    worst = sorted(per_t.items(), key=lambda kv: -kv[1])[:5]
+    print("highest per-template ratios: " + ", ".join(f"{tid} {r:.2f}" for tid, r in worst))
+    overhead = ann_t.sum() - sum(per_pattern.values())
+    print(f"annotator overhead outside detectors: {overhead / len(mix) * 1e3:.2f} ms/trace")
+    print("slowest patterns (ms per trace):")
+    for label, sec in sorted(per_pattern.items(), key=lambda kv: -kv[1])[:6]:
+        print(f"  {sec / len(mix) * 1e3:7.3f}  {label}")
+
+    # 2. process pool
+    print(f"\n== annotate_many, {len(traces)} traces")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [t.save(os.path.join(tmp, f"t{k}.npz")) for k, t in enumerate(traces)]
+        serial, _ = best(lambda: annotate_many(paths, lib, workers=1), 1)
+        pooled, res = best(lambda: annotate_many(paths, lib, workers=args.workers), 1)
+        assert all(a.equals(b) for a, b in zip(res, anns))
+    print(f"serial (files): {serial:.2f} s ({len(paths) / serial:.0f} traces/s); "
+          f"{args.workers} workers: {pooled:.2f} s ({len(paths) / pooled:.0f} traces/s, incl. pool start); "
+          f"speed-up {serial / pooled:.2f}x")
+
+    # 3. distance matrices
+    n = len(traces)
+    print(f"\n== distance matrices, N = {n}")
+    t_mat, m = best(lambda: trace_distance_matrix(traces), args.reps)
+    print(f"trace distance matrix:      {t_mat:.3f} s  (target <= 1 s: {'met' if t_mat <= 1 else 'NOT met'})")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_distance_matrix(traces, cache_dir=tmp)
+        t_cached, m2 = best(lambda: trace_distance_matrix(traces, cache_dir=tmp), args.reps)
+        assert np.array_equal(m, m2)
+    print(f"  cached reload (hash + load): {t_cached:.3f} s")
+    sub = min(n, 20)
+    t0 = time.perf_counter()
+    for i in range(sub):
+        for j in range(i + 1, sub):
+            trace_distance(traces[i], traces[j])
+    per_pair = (time.perf_counter() - t0) / (sub * (sub - 1) / 2)
+    loop_est = per_pair * n * (n - 1) / 2
+    print(f"  baseline, pair-by-pair calls: {per_pair * 1e3:.2f} ms/pair -> {loop_est:.1f} s for N = {n} "
+          f"({loop_est / t_mat:.0f}x slower)")
+    labels = lib.order()
+    t_ann, d = best(lambda: annotation_distance_matrix(anns, labels), args.reps)
+    t_hist, hist = best(lambda: histogram_stack(anns, labels), args.reps)
+    t_prod, _ = best(lambda: distance_from_histograms(hist), args.reps)
+    print(f"annotation distance matrix: {t_ann:.3f} s  (target <= 0.2 s: {'met' if t_ann <= 0.2 else 'NOT met'}); "
+          f"of which histograms {t_hist:.3f} s, matrix product {t_prod:.4f} s; {len(labels)} patterns")
+    iu = np.triu_indices(n, 1)
+    corr = np.corrcoef(m[iu], d[iu])[0, 1]
+    print(f"  correlation(trace distance, annotation distance) over {iu[0].size} pairs: {corr:.3f}")
+
+
+if __name__ == "__main__":
+    main()

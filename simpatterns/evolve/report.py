@@ -1,0 +1,149 @@
+"""``simpatterns evolve report RUN_DIR``: what a discovery job did, from its log alone.
+
+Writes into ``RUN_DIR/report/``: one PNG per label with the best fitness of
+each island against the sample index (and the acceptance baseline), and
+``report.md`` with the accepted programs and a table of rejection reasons.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simpatterns.evolve.runlog import RunLog
+
+
+@dataclass
+class LabelReport:
+    label: str
+    samples: int = 0
+    baseline: float | None = None
+    accepted: bool | None = None
+    why: str = ""
+    best: dict[str, Any] | None = None
+    curves: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # island -> (sample, best so far)
+    reasons: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)
+    plot: Path | None = None
+
+
+@dataclass
+class Report:
+    run_dir: Path
+    labels: list[LabelReport]
+    markdown: Path | None = None
+
+    @property
+    def reasons(self) -> Counter:
+        total: Counter = Counter()
+        for lab in self.labels:
+            total.update(lab.reasons)
+        return total
+
+
+def build_report(run_dir: str | Path, write: bool = True) -> Report:
+    log = RunLog(run_dir)
+    if not log.samples_path.is_file():
+        raise FileNotFoundError(f"{run_dir}: no samples.jsonl; is this a discovery run directory?")
+    labels: dict[str, LabelReport] = {}
+    best_now: dict[tuple[str, int], float] = {}
+    for _, rec in log.records():
+        kind = rec.get("type")
+        label = rec.get("label")
+        if kind == "label_start":
+            lab = labels.setdefault(label, LabelReport(label))
+            lab.baseline = rec.get("baseline")
+            seed_fit = rec["seed_program"]["fitness"]
+            if rec["seed_program"].get("parts", {}).get("rejected") is None:
+                for isl in range(rec["database"]["num_islands"]):
+                    best_now[(label, isl)] = seed_fit
+                    lab.curves.setdefault(isl, []).append((0, seed_fit))
+        elif kind == "sample":
+            lab = labels.setdefault(label, LabelReport(label))
+            lab.samples += 1
+            status = rec.get("status", "?")
+            lab.statuses[status] += 1
+            if rec.get("reason"):
+                lab.reasons[rec["reason"]["code"]] += 1
+            if status == "registered":
+                key = (label, int(rec["island"]))
+                fit = float(rec["fitness"]["fitness"])
+                if fit > best_now.get(key, float("-inf")):
+                    best_now[key] = fit
+                lab.curves.setdefault(int(rec["island"]), []).append((int(rec["sample"]) + 1, best_now[key]))
+        elif kind == "label_done":
+            lab = labels.setdefault(label, LabelReport(label))
+            lab.accepted = bool(rec.get("accepted"))
+            lab.why = rec.get("why", "")
+            lab.best = rec.get("program")
+    report = Report(Path(run_dir), list(labels.values()))
+    if write:
+        out = Path(run_dir) / "report"
+        out.mkdir(parents=True, exist_ok=True)
+        for lab in report.labels:
+            lab.plot = _plot(lab, out)
+        report.markdown = _markdown(report, out)
+    return report
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "label"
+
+
+def _plot(lab: LabelReport, out: Path) -> Path | None:
+    if not lab.curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    for isl, pts in sorted(lab.curves.items()):
+        xs = [p[0] for p in pts] + [lab.samples]
+        ys = [p[1] for p in pts] + [pts[-1][1]]
+        ax.step(xs, ys, where="post", label=f"island {isl}")
+    if lab.baseline is not None:
+        ax.axhline(lab.baseline, color="grey", linestyle="--", linewidth=1, label="baseline (library alone)")
+    ax.set_xlabel("sample")
+    ax.set_ylabel("best fitness")
+    ax.set_title(f"{lab.label}" + ("  (accepted)" if lab.accepted else "  (not accepted)" if lab.accepted is False else ""))
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = out / f"fitness_{_slug(lab.label)}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _markdown(report: Report, out: Path) -> Path:
+    lines = [f"# Discovery run `{report.run_dir}`", ""]
+    lines.append("| label | samples | accepted | best fitness | gain over baseline | note |")
+    lines.append("|---|---|---|---|---|---|")
+    for lab in report.labels:
+        best = lab.best or {}
+        fit = best.get("fitness")
+        gain = "-" if fit is None or lab.baseline is None else f"{fit - lab.baseline:+.5f}"
+        lines.append(f"| {lab.label} | {lab.samples} | {'yes' if lab.accepted else 'no'} | "
+                     f"{'-' if fit is None else f'{fit:.5f}'} | {gain} | {lab.why or ''} |")
+    lines += ["", "## Rejection reasons", "", "| reason | " + " | ".join(l.label for l in report.labels) + " | total |",
+              "|---|" + "---|" * (len(report.labels) + 1)]
+    for code, total in report.reasons.most_common():
+        lines.append(f"| {code} | " + " | ".join(str(l.reasons.get(code, 0)) for l in report.labels) + f" | {total} |")
+    for lab in report.labels:
+        if lab.accepted and lab.best:
+            parts = lab.best.get("parts", {})
+            lines += ["", f"## {lab.label}", "",
+                      f"fitness {lab.best['fitness']:.5f} (correlation {parts.get('correlation', float('nan')):.5f}, "
+                      f"novelty {parts.get('novelty', float('nan')):.3f}, length penalty "
+                      f"{parts.get('length_penalty', float('nan')):.3f}, time penalty "
+                      f"{parts.get('time_penalty', float('nan')):.2f}); sample {lab.best.get('sample')}, "
+                      f"model {lab.best.get('model') or '-'}", "", "```python", lab.best["source"].rstrip(), "```"]
+        if lab.plot:
+            lines += ["", f"![{lab.label}]({lab.plot.name})"]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

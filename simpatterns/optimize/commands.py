@@ -1,0 +1,150 @@
+"""``simpatterns optimize``: search an action that achieves a goal on one scene."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console()
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+def _scene(template: Optional[str], variant: Optional[int], scene: Optional[str]):
+    from simpatterns.simulators.phyre import get_template
+
+    if scene is not None:
+        if template is not None:
+            _fail("give --scene or --template, not both")
+        from simpatterns.envs.scenes import named_scene
+
+        try:
+            return named_scene(scene)
+        except KeyError as exc:
+            _fail(str(exc.args[0]))
+    if template is None:
+        _fail("give --template T --variant V, or --scene NAME (e.g. --scene buckets)")
+    try:
+        t = get_template(template)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+    if t.num_variants == 0:
+        _fail(f"template {t.id} has no shipped variants")
+    v = 0 if variant is None else variant
+    if not 0 <= v < t.num_variants:
+        _fail(f"template {t.id} has variants 0..{t.num_variants - 1}, not {v}")
+    return t.variant_scene(v)
+
+
+def optimize(
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="PHYRE template id, e.g. 00000"),
+    variant: Optional[int] = typer.Option(None, "--variant", "-v", help="variant of the template (default 0)"),
+    scene: Optional[str] = typer.Option(None, "--scene", help="a purpose-built scene instead: 'buckets'"),
+    goal: Optional[Path] = typer.Option(None, "--goal", "-g", help="reward program (.rwd); default: the PHYRE task"),
+    budget: int = typer.Option(100, "--budget", "-n", help="simulated rollouts to spend"),
+    sparse: bool = typer.Option(False, "--sparse", help="optimise the program's 0/1 success, not its dense score"),
+    method: str = typer.Option("anneal", "--method", help="anneal | random"),
+    seed: int = typer.Option(0, "--seed"),
+    bins: Optional[int] = typer.Option(None, "--bins", help="search the quantised bins^3 action grid"),
+    workers: int = typer.Option(1, "--workers", "-j", help="processes evaluating each batch"),
+    batch_size: int = typer.Option(1, "--batch-size", help="proposals per annealing round (parallel with -j)"),
+    t_start: float = typer.Option(0.1, "--t-start"),
+    t_end: float = typer.Option(0.002, "--t-end"),
+    schedule: str = typer.Option("geometric", "--schedule", help="geometric | linear"),
+    step_size: float = typer.Option(0.15, "--step-size", help="proposal std in the unit action cube"),
+    step_decay: float = typer.Option(0.3, "--step-decay", help="final step = step-size x step-decay"),
+    settle: Optional[bool] = typer.Option(
+        None, "--settle/--no-settle",
+        help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
+    keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
+    gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
+    out_json: Optional[Path] = typer.Option(None, "--json", help="write the result (with the curve) as JSON"),
+) -> None:
+    """Simulated annealing (or random search) over the red ball's (x, y, r)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from simpatterns.dsl import DSLErrors
+    from simpatterns.optimize import AnnealConfig, Objective, RolloutPool, anneal, random_search
+
+    if method not in ("anneal", "random"):
+        _fail(f"--method must be anneal or random, got {method!r}")
+    if budget < 1:
+        _fail("--budget must be >= 1")
+    if sparse and goal is None:
+        _fail("--sparse needs --goal (without a goal the PHYRE task reward is already sparse)")
+    sc = _scene(template, variant, scene)
+    program_text = None
+    if goal is not None:
+        try:
+            program_text = goal.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(f"{goal}: cannot read ({exc})")
+    if program_text is None and sc.goal is None:
+        _fail("this scene has no PHYRE goal; give --goal PROGRAM.rwd")
+    reward = "task" if program_text is None else ("success" if sparse else "score")
+    try:
+        config = AnnealConfig(t_start=t_start, t_end=t_end, schedule=schedule, step_size=step_size,
+                              step_decay=step_decay, batch_size=batch_size)
+        objective = Objective(sc, program=program_text, reward=reward,
+                              stop_when_settled=(sc.goal is None) if settle is None else settle)
+    except (ValueError, DSLErrors) as exc:  # bad settings, or a program that does not parse or fit the scene
+        typer.echo(str(exc))  # plain: DSL errors carry caret snippets
+        raise typer.Exit(1)
+    where = f"scene {sc.template}" + (f" variant {sc.variant}" if sc.variant is not None else "")
+    console.print(f"{method} on {where}: {escape(str(goal) if goal else 'PHYRE task success')} "
+                  f"({'sparse 0/1' if reward != 'score' else 'dense score'}), budget {budget}, seed {seed}")
+    progress = Progress(TextColumn(method), BarColumn(), MofNCompleteColumn(), TextColumn("best {task.fields[best]}"),
+                        TimeElapsedColumn(), console=console)
+    with progress, RolloutPool(objective, workers) as pool:
+        task = progress.add_task(method, total=budget, best="-")
+
+        def on_progress(done: int, total: int, best: float) -> None:
+            progress.update(task, completed=done, best=f"{best:.3f}")
+
+        if method == "anneal":
+            res = anneal(objective, budget, seed=seed, config=config, bins=bins, pool=pool,
+                         stop_on_success=not keep_going, progress=on_progress)
+        else:
+            res = random_search(objective, budget, seed=seed, bins=bins, batch_size=max(batch_size, workers),
+                                pool=pool, stop_on_success=not keep_going, progress=on_progress)
+        progress.update(task, total=res.samples)
+
+    table = Table(title="best action")
+    for col in ("x", "y", "r", "score", "success", "samples", "first success", "invalid proposals", "seconds"):
+        table.add_column(col)
+    table.add_row(*(f"{v:.4f}" for v in res.best_action), f"{res.best_score:.3f}", "yes" if res.best_success else "no",
+                  str(res.samples), str(res.first_success or "-"), str(res.invalid_proposals), f"{res.seconds:.1f}")
+    console.print(table)
+    trace = res.best_trace
+    assert trace is not None
+    if objective.program_reward is not None:
+        ev = objective.program_reward.program.evaluate(objective.program_reward.annotate(trace), trace, explain=True)
+        console.print(escape(ev.explain_text()))
+    if gif is not None:
+        from simpatterns.annotate.annotator import annotate
+        from simpatterns.annotate.plots import captioned_gif
+        from simpatterns.envs.reward import builtin_library
+
+        captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
+        console.print(f"best rollout -> {escape(str(gif))}")
+    if out_json is not None:
+        data = {"scene": sc.template, "variant": sc.variant, "goal": str(goal) if goal else None, "reward": reward,
+                "seed": seed, **res.to_json()}
+        tmp = out_json.with_name(f".{out_json.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, out_json)
+        console.print(f"result -> {escape(str(out_json))}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize)

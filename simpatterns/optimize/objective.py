@@ -1,0 +1,183 @@
+"""What an action search maximises: one scene, one reward, one success test.
+
+An `Objective` is plain, picklable data (scene, program text, reward kind,
+simulation settings); the compiled program and the pattern library are
+built lazily in whichever process evaluates, so a process pool rebuilds
+them once per worker. `RolloutPool` evaluates batches of actions inline or
+in a process pool; results never depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
+from simpatterns.trace import Trace
+
+REWARDS = ("score", "success", "task", "goal")
+
+
+@dataclass
+class Evaluation:
+    """One candidate action and what it scored. ``success`` is the reward's own
+    success (score 1); ``goal_success`` is the objective's success test."""
+
+    action: list[float]
+    score: float
+    success: bool
+    goal_success: bool
+    frames: int = 0
+
+
+@dataclass
+class Objective:
+    """Maximise ``reward`` of the rollout of an action on ``scene``.
+
+    ``reward``: ``"score"`` the program's dense score, ``"success"`` the
+    program's success as 0/1 (the sparse version of the same goal),
+    ``"task"`` PHYRE's success as 0/1, ``"goal"`` ``goal(trace)`` as 0/1.
+    ``goal`` is the success test reported for every evaluation (e.g. the
+    paper's final-distance criterion); it defaults to the reward's success.
+    ``program`` is reward-program text; ``library`` a pattern library spec
+    (`PatternLibrary.to_spec`), None for the built-in one.
+    """
+
+    scene: Scene
+    program: str | None = None
+    reward: str = "score"
+    goal: Callable[[Trace], bool] | None = None
+    library: list | None = None
+    max_steps: int = MAX_STEPS
+    stop_on_success: bool = True
+    stop_when_settled: bool = False
+    _runtime: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.reward in ("score", "success") and self.program is None:
+            raise ValueError(f"reward {self.reward!r} needs a reward program")
+        if self.reward == "goal" and self.goal is None:
+            raise ValueError("reward 'goal' needs a goal test")
+        if self.program is not None:
+            self.program_reward  # compile now: a bad program fails here, not in a worker
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_runtime"] = None  # compiled programs and detectors hold functions; rebuilt on demand
+        return state
+
+    @property
+    def program_reward(self):
+        """The compiled `ProgramReward` (built on first use in each process)."""
+        if self.program is None:
+            return None
+        if self._runtime is None:
+            from simpatterns.detectors.library import PatternLibrary
+            from simpatterns.envs.reward import ProgramReward, builtin_library
+
+            lib = builtin_library() if self.library is None else PatternLibrary.from_spec(self.library)
+            pr = ProgramReward(self.program, "success" if self.reward == "success" else "score", lib)
+            names = [b.name or b.kind for b in self.scene.bodies] + ["red ball"]
+            pr.check_bodies(names, f"scene {self.scene.template or '?'}")
+            self._runtime = pr
+        return self._runtime
+
+    def check(self, action: Sequence[float]) -> str | None:
+        """None if the action is valid in the scene, else why not."""
+        return check_action(self.scene, action)
+
+    def rollout(self, action: Sequence[float]) -> Trace | None:
+        r = simulate(self.scene, action, max_steps=self.max_steps, stop_on_success=self.stop_on_success,
+                     stop_when_settled=self.stop_when_settled)
+        return r.trace
+
+    def score_trace(self, trace: Trace) -> tuple[float, bool, bool]:
+        """(score, reward success, goal success) of a rollout."""
+        if self.reward in ("score", "success"):
+            res = self.program_reward(trace)
+            score, ok = res.reward, res.success
+        elif self.reward == "task":
+            ok = trace.success
+            score = float(ok)
+        else:
+            assert self.goal is not None
+            ok = bool(self.goal(trace))
+            score = float(ok)
+        goal_ok = bool(self.goal(trace)) if self.goal is not None else ok
+        return float(score), bool(ok), goal_ok
+
+    def evaluate(self, action: Sequence[float]) -> Evaluation:
+        """Simulate and score one action; an invalid action scores 0."""
+        a = [float(v) for v in action]
+        trace = self.rollout(a)
+        if trace is None:
+            return Evaluation(a, 0.0, False, False, 0)
+        score, ok, goal_ok = self.score_trace(trace)
+        return Evaluation(a, score, ok, goal_ok, trace.num_frames)
+
+
+# ------------------------------------------------------------------ pool
+_WORKER_OBJECTIVE: Objective | None = None
+
+
+def _worker_init(objective: Objective) -> None:
+    global _WORKER_OBJECTIVE
+    _WORKER_OBJECTIVE = objective
+
+
+def _worker_eval(action: list[float]) -> Evaluation:
+    assert _WORKER_OBJECTIVE is not None
+    return _WORKER_OBJECTIVE.evaluate(action)
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """forkserver where available: workers start clean (no inherited threads or locks)."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+class RolloutPool:
+    """Evaluates batches of actions for one objective, inline (``workers <= 1``)
+    or in a process pool. Use as a context manager; results keep input order."""
+
+    def __init__(self, objective: Objective, workers: int = 1):
+        self.objective = objective
+        self.workers = max(1, int(workers))
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "RolloutPool":
+        if self.workers > 1:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=pool_context(),
+                initializer=_worker_init, initargs=(self.objective,),
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def evaluate(self, actions: Sequence[Sequence[float]]) -> list[Evaluation]:
+        acts = [[float(v) for v in a] for a in actions]
+        if self._pool is None or len(acts) <= 1:
+            return [self.objective.evaluate(a) for a in acts]
+        return list(self._pool.map(_worker_eval, acts))
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def as_action(a: Any) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).reshape(3)

@@ -1,0 +1,344 @@
+"""PhyreOneBall-v0: Gymnasium compliance, determinism, vector envs, invalid actions, rewards."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import simpatterns.envs  # noqa: F401  (registers the ids)
+from simpatterns.envs import ENV_IDS, PHYRE_ONE_BALL, register_envs
+from simpatterns.envs.observation import OBJECT_COLUMNS, SEMANTIC_CHANNELS
+from simpatterns.simulators.phyre import SceneBuilder, get_template
+
+FAST = dict(template="00000", max_steps=240)  # 4 s rollouts keep the suite fast
+# one goal-touch of 00000's balls gives these patterns; the program mixes events and positions
+PROGRAM = """AND(
+    EVENT("collision start", {"object_a": "green ball", "object_b": "ground"}),
+    NEARBY_AT("green ball", target="blue ball", t=1.0),
+    TOUCHING("green ball", "blue ball", t=1.0),
+)"""
+
+
+def make(**kw) -> gym.Env:
+    return gym.make(PHYRE_ONE_BALL, **{**FAST, **kw})
+
+
+def solution(variant: int = 0) -> np.ndarray:
+    return np.asarray(get_template("00000").solution(variant), dtype=np.float32)
+
+
+def test_registered_with_time_limit_and_idempotent():
+    register_envs()
+    register_envs()
+    assert set(ENV_IDS) <= set(gym.registry)
+    env = make()
+    assert env.spec.max_episode_steps == 1
+    _, info = env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step(solution())
+    assert terminated
+
+
+def test_make_by_module_prefix_in_fresh_interpreter():
+    code = (
+        "import gymnasium as gym\n"
+        "env = gym.make('simpatterns.envs:simpatterns/PhyreOneBall-v0', template='00000', max_steps=10)\n"
+        "obs, info = env.reset(seed=1)\n"
+        "print(obs.shape, env.spec.max_episode_steps)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["(256,", "256,", "3)", "1"]
+
+
+@pytest.mark.parametrize("obs_mode", ["rgb", "semantic", "objects"])
+def test_check_env_every_obs_mode(obs_mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the checker's warnings count as failures
+        check_env(make(obs_mode=obs_mode).unwrapped)
+        check_env(make(obs_mode=obs_mode, action_bins=8).unwrapped)
+
+
+@pytest.mark.parametrize("render_mode", ["rgb_array", "rgb_array_list", "ansi"])
+def test_check_env_render_modes_and_program_reward(render_mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = make(obs_mode="semantic", reward_mode="program", reward_program=PROGRAM, render_mode=render_mode)
+        check_env(env.unwrapped, skip_render_check=False)
+
+
+def test_named_scene_env_passes_check_env():
+    from simpatterns.envs.scenes import bucket_program_text
+
+    env = gym.make(PHYRE_ONE_BALL, scene="buckets", reward_mode="program", reward_program=bucket_program_text(1),
+                   obs_mode="objects", max_steps=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+
+
+def _rollout(env: gym.Env, seed: int, action) -> tuple:
+    obs0, info0 = env.reset(seed=seed)
+    obs1, r, term, trunc, info1 = env.step(action)
+    return obs0, info0, obs1, r, term, info1
+
+
+def test_reset_seed_reproduces_episode_exactly():
+    env = make(info_trace=True)
+    a = _rollout(env, 7, solution())
+    _rollout(env, 8, solution())  # another episode in between must not matter
+    b = _rollout(env, 7, solution())
+    assert a[1] == b[1]
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[2], b[2])
+    assert a[3] == b[3]
+    assert a[5]["trace"].equals(b[5]["trace"])
+    # a fresh env with the same seed picks the same variant; other seeds spread over variants
+    assert _rollout(make(), 7, solution())[1] == a[1]
+    variants = {make().reset(seed=s)[1]["variant"] for s in range(8)}
+    assert len(variants) >= 4
+
+
+def _vector_expected(kw: dict, seeds: list[int], actions: np.ndarray):
+    out = []
+    for s, a in zip(seeds, actions):
+        env = make(**kw)
+        out.append(_rollout(env, s, a))
+    return out
+
+
+@pytest.mark.parametrize("vector_cls", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
+def test_vector_envs_match_sequential_runs(vector_cls):
+    kw = dict(obs_mode="semantic", reward_mode="program", reward_program=PROGRAM)
+    seeds = [3, 4, 5, 6]
+    actions = np.stack([solution(0), np.array([0.1, 0.9, 0.2], np.float32),
+                        np.array([0.5, 0.5, 0.9], np.float32), np.array([0.8, 0.6, 0.3], np.float32)])
+    # worker processes start fresh: the module prefix makes gym.make import (and register) us there
+    fns = [functools.partial(gym.make, f"simpatterns.envs:{PHYRE_ONE_BALL}", **FAST, **kw) for _ in seeds]
+    extra = {"context": "forkserver"} if vector_cls is gym.vector.AsyncVectorEnv else {}
+    venv = vector_cls(fns, **extra)
+    try:
+        obs0, info0 = venv.reset(seed=seeds)
+        obs1, rew, term, trunc, info1 = venv.step(actions)
+    finally:
+        venv.close()
+    expected = _vector_expected(kw, seeds, actions)
+    for i, (e_obs0, e_info0, e_obs1, e_r, e_term, e_info1) in enumerate(expected):
+        np.testing.assert_array_equal(obs0[i], e_obs0)
+        assert info0["variant"][i] == e_info0["variant"]
+        np.testing.assert_array_equal(obs1[i], e_obs1)
+        assert rew[i] == pytest.approx(e_r, abs=0)
+        assert bool(term[i]) == e_term
+        assert bool(info1["is_success"][i]) == e_info1["is_success"]
+        for key in e_info1:
+            if key.startswith("reward/"):
+                assert info1[key][i] == e_info1[key]
+    assert len({float(r) for r in rew}) > 1  # the four episodes really differ
+
+
+def test_invalid_actions_end_the_episode_with_a_reason():
+    env = make(reward_mode="program", reward_program=PROGRAM)
+    env.reset(seed=0)
+    scene = env.unwrapped.scene
+    green = next(b for b in scene.bodies if b.name == "green ball")
+    on_green = np.array([green.center_x / 255, green.center_y / 255, 0.3], np.float32)
+    cases = {
+        "overlaps green ball": on_green,
+        "outside [0, 1]": np.array([1.5, 0.5, 0.5], np.float32),
+        "not finite": np.array([np.nan, 0.5, 0.5], np.float32),
+        "extends outside the scene": np.array([0.0, 0.5, 1.0], np.float32),
+    }
+    for expect, action in cases.items():
+        env.reset(seed=0)
+        obs, r, term, trunc, info = env.step(action)
+        assert expect in info["invalid_reason"], (expect, info["invalid_reason"])
+        assert r == 0.0 and term and not info["is_success"]
+        assert env.observation_space.contains(obs)
+        assert all(v == 0.0 for k, v in info.items() if k.startswith("reward/"))
+    disc = make(action_bins=4)
+    disc.reset(seed=0)
+    _, r, term, _, info = disc.step(64)
+    assert "outside [0, 64)" in info["invalid_reason"] and r == 0.0 and term
+
+
+def test_malformed_actions_and_misuse_raise_clear_errors():
+    env = make().unwrapped
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(solution())
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        env.step(np.zeros(2))
+    env.reset(seed=0)
+    env.step(solution())
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(solution())
+    disc = make(action_bins=4).unwrapped
+    disc.reset(seed=0)
+    with pytest.raises(ValueError, match="integer"):
+        disc.step(1.5)
+    with pytest.raises(ValueError, match="reward_program"):
+        make(reward_mode="program")
+    with pytest.raises(ValueError, match="no shipped variants|variants"):
+        gym.make(PHYRE_ONE_BALL, template="00000", variant=10_000)
+    with pytest.raises(ValueError, match="does not fit"):
+        make(reward_mode="program", reward_program='NEARBY_AT("purple jar", x=1, y=1)').reset(seed=0)
+
+
+def test_discrete_actions_are_grid_cell_centres():
+    from simpatterns.simulators.phyre import quantize_action
+
+    env = make(action_bins=5, info_trace=True)
+    env.reset(seed=2)
+    _, _, _, _, info = env.step(np.int64(3 + 5 * 4 + 25 * 1))
+    np.testing.assert_allclose(info["action"], quantize_action(3 + 5 * 4 + 25, 5))
+    np.testing.assert_allclose(info["trace"].meta["action"], [0.7, 0.9, 0.3])
+
+
+def test_options_choose_the_task():
+    env = make()
+    _, info = env.reset(seed=0, options={"template": "00000", "variant": 3})
+    assert (info["template"], info["variant"]) == ("00000", 3)
+    _, info = env.reset(seed=0, options={"scene": "buckets"})
+    assert info["template"] == "buckets" and env.unwrapped.scene.goal is None
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"varient": 3})
+    tasks = make(tasks=[("00000", 1), "00000:2"])
+    seen = {tasks.reset(seed=s)[1]["variant"] for s in range(12)}
+    assert seen == {1, 2}
+
+
+def test_program_reward_equals_reward_eval_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from simpatterns.cli import app
+
+    env = make(reward_mode="program", reward_program=PROGRAM, info_trace=True, max_steps=1000)
+    rows = []
+    for k, action in enumerate([solution(0), np.array([0.2, 0.8, 0.5], np.float32)]):
+        env.reset(seed=0, options={"template": "00000", "variant": 0})
+        _, r, _, _, info = env.step(action)
+        path = tmp_path / f"t{k}.npz"
+        info["trace"].save(path)
+        rows.append((r, info, path))
+    program = tmp_path / "goal.rwd"
+    program.write_text(PROGRAM)
+    out = CliRunner().invoke(app, ["reward", "eval", str(program), *[str(p) for _, _, p in rows], "--json"])
+    assert out.exit_code == 0, out.output
+    import json
+
+    results = [json.loads(line) for line in out.output.splitlines() if line.startswith("{")]
+    assert len(results) == 2
+    for (r, info, _), res in zip(rows, results):
+        assert r == res["score"]
+        assert info["is_success"] == res["success"]
+        assert [info[f"reward/{c['text']}"] for c in res["clauses"]] == [c["score"] for c in res["clauses"]]
+    assert rows[0][1]["is_success"] and not rows[1][1]["is_success"]  # one success, one partial
+
+
+def test_wrapper_gives_the_program_reward_of_program_mode():
+    from simpatterns.envs import RewardProgramWrapper
+
+    wrapped = RewardProgramWrapper(make(), PROGRAM)
+    direct = make(reward_mode="program", reward_program=PROGRAM)
+    for action in (solution(0), np.array([0.3, 0.7, 0.4], np.float32)):
+        wrapped.reset(seed=1)
+        _, rw, _, _, iw = wrapped.step(action)
+        direct.reset(seed=1)
+        _, rd, _, _, idd = direct.step(action)
+        assert rw == rd and iw["is_success"] == idd["is_success"]
+        assert {k: v for k, v in iw.items() if k.startswith("reward/")} == \
+            {k: v for k, v in idd.items() if k.startswith("reward/")}
+    assert "task_success" in iw
+    with pytest.raises(TypeError, match="last_trace"):
+        RewardProgramWrapper(gym.make("CartPole-v1"), PROGRAM)
+
+
+def test_program_success_mode_is_binary_and_sparse_is_task_success():
+    succ = make(reward_mode="program", reward_program=PROGRAM, program_reward="success")
+    sparse = make()
+    for action in (solution(0), np.array([0.3, 0.7, 0.4], np.float32)):
+        succ.reset(seed=0, options={"template": "00000", "variant": 0})
+        sparse.reset(seed=0, options={"template": "00000", "variant": 0})
+        _, r1, _, _, i1 = succ.step(action)
+        _, r2, _, _, i2 = sparse.step(action)
+        assert r1 in (0.0, 1.0) and r1 == float(i1["is_success"])
+        assert r2 == float(i2["task_success"])
+
+
+def test_ansi_render_is_the_annotation_text_and_rgb_renders_frames():
+    env = make(render_mode="ansi")
+    env.reset(seed=0)
+    before = env.render()
+    assert "No action taken yet" in before and "green ball" in before
+    _, _, _, _, info = env.step(solution())
+    text = env.render()
+    assert text == info["annotation_text"]
+    assert "Timeline" in text and "red ball" in text
+    rgb = make(render_mode="rgb_array")
+    rgb.reset(seed=0)
+    assert rgb.render().shape == (256, 256, 3)
+    frames = make(render_mode="rgb_array_list", render_stride=40)
+    frames.reset(seed=0)
+    _, _, _, _, info = frames.step(solution())
+    out = frames.render()
+    assert isinstance(out, list) and len(out) == -(-info["num_frames"] // 40) + (
+        (info["num_frames"] - 1) % 40 != 0) and out[0].shape == (256, 256, 3)
+
+
+def _purpose_built_scene():
+    B = SceneBuilder()
+    g = B.add("ball", scale=0.1, dynamic=True, center_x=64, bottom=100)
+    s = B.add("bar", scale=0.3, dynamic=False, center_x=192, bottom=40)
+    c = B.add("box", scale=0.1, dynamic=True, center_x=200, bottom=150)
+    B.add("bar", scale=0.2, dynamic=False, center_x=60, bottom=200)
+    B.set_goal(g, s)
+    return B.build(template="test")
+
+
+def test_semantic_grid_channels_follow_roles():
+    scene = _purpose_built_scene()
+    env = gym.make(PHYRE_ONE_BALL, scene=scene, obs_mode="semantic", semantic_size=256, max_steps=1)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (256, 256, len(SEMANTIC_CHANNELS))
+    assert (obs.sum(-1) == 1).all()  # exactly one channel per pixel
+
+    def channel_at(x: float, y: float) -> int:
+        return int(obs[int(256 - y), int(x)].argmax())
+
+    g = next(b for b in scene.bodies if b.name == "green ball")
+    s = next(b for b in scene.bodies if b.color == "purple")
+    c = next(b for b in scene.bodies if b.color == "gray")
+    k = next(b for b in scene.bodies if b.color == "black" and b.kind == "bar")
+    assert channel_at(g.center_x, g.center_y) == 0  # dynamic goal object
+    assert channel_at(s.center_x, s.center_y) == 1  # static goal body
+    assert channel_at(c.center_x, c.center_y) == 4  # dynamic confounder
+    assert channel_at(k.center_x, k.center_y) == 3  # static confounder
+    assert channel_at(128, 250) == 6  # background
+    assert obs[..., 5].sum() == 0  # no agent before the action
+    obs, *_ = env.step(np.array([0.5, 0.9, 0.2], np.float32))
+    assert channel_at(0.5 * 255, 0.9 * 255) == 5
+
+
+def test_object_features_match_the_trace():
+    scene = _purpose_built_scene()
+    env = gym.make(PHYRE_ONE_BALL, scene=scene, obs_mode="objects", max_objects=8, max_steps=30, info_trace=True)
+    obs, _ = env.reset(seed=0)
+    col = {c: k for k, c in enumerate(OBJECT_COLUMNS)}
+    assert obs[:, col["present"]].tolist() == [1, 1, 1, 1, 0, 0, 0, 0]
+    obs, _, _, _, info = env.step(np.array([0.5, 0.9, 0.2], np.float32))
+    tr = info["trace"]
+    agent = tr.body_index("red ball")
+    np.testing.assert_allclose(obs[-1, [col["x"], col["y"]]], tr.position[-1, agent] / 256, rtol=1e-6)
+    assert obs[-1, col["role_agent"]] == 1 and obs[-1, col["shape_ball"]] == 1
+    green = tr.body_index("green ball")
+    row = [b.name for b in tr.bodies if b.role not in ("wall", "agent")].index("green ball")
+    np.testing.assert_allclose(obs[row, col["vy"]], tr.velocity[-1, green, 1] / 256, rtol=1e-6)
+    assert obs[row, col["role_goal_object"]] == 1
+    with pytest.raises(ValueError, match="max_objects"):
+        gym.make(PHYRE_ONE_BALL, scene=scene, obs_mode="objects", max_objects=3).reset(seed=0)

@@ -1,0 +1,75 @@
+"""The AST gate: every forbidden construct is named by its reason code; the built-ins pass."""
+
+import pytest
+
+from simpatterns.evolve import reasons as R
+from simpatterns.evolve.gate import check_candidate
+from simpatterns.evolve.reasons import Rejected
+
+HEAD = '''import numpy as np
+PATTERN = "probe"
+DESCRIPTION = "x"
+DEPENDS = []
+PARAMS = ["object"]
+'''
+
+
+def body(code: str) -> str:
+    return HEAD + "def detect(trace, events):\n" + "\n".join("    " + ln for ln in code.splitlines()) + "\n"
+
+
+@pytest.mark.parametrize("code,reason", [
+    ("import os\nreturn []", R.FORBIDDEN_IMPORT),
+    ("from subprocess import run\nreturn []", R.FORBIDDEN_IMPORT),
+    ("import ctypes\nreturn []", R.FORBIDDEN_IMPORT),
+    ("from . import x\nreturn []", R.FORBIDDEN_IMPORT),
+    ("open('/etc/passwd').read()\nreturn []", R.FORBIDDEN_NAME),
+    ("exec('1')\nreturn []", R.FORBIDDEN_NAME),
+    ("eval('1')\nreturn []", R.FORBIDDEN_NAME),
+    ("compile('1', 'f', 'exec')\nreturn []", R.FORBIDDEN_NAME),
+    ("__import__('os')\nreturn []", R.FORBIDDEN_NAME),
+    ("globals()\nreturn []", R.FORBIDDEN_NAME),
+    ("x = ().__class__.__bases__\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("x = trace._index\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("getattr(trace, '__class__')\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("n = 'x'\ngetattr(trace, n)\nreturn []", R.FORBIDDEN_NAME),
+    ("np.save('/tmp/x.npy', trace.position)\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("trace.save('/tmp/x.npz')\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("np.ctypeslib\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    ("return [", R.SYNTAX_ERROR),
+])
+def test_forbidden(code, reason):
+    with pytest.raises(Rejected) as err:
+        check_candidate(body(code), "probe")
+    assert err.value.reason.code == reason, err.value.reason
+
+
+def test_from_numpy_import_private_rejected():
+    with pytest.raises(Rejected) as err:
+        check_candidate(HEAD.replace("import numpy as np", "from numpy import _core") +
+                        "def detect(trace, events):\n    return []\n", "probe")
+    assert err.value.reason.code == R.FORBIDDEN_ATTRIBUTE
+
+
+def test_contract_checks():
+    ok = body("return []")
+    info = check_candidate(ok, "probe", available=[])
+    assert info.pattern == "probe" and info.params == ["object"] and info.num_lines == 7
+    with pytest.raises(Rejected) as err:
+        check_candidate(ok, "bounce")
+    assert err.value.reason.code == R.WRONG_PATTERN
+    with pytest.raises(Rejected) as err:
+        check_candidate(ok.replace("DEPENDS = []", 'DEPENDS = ["collision start"]'), "probe", available=["airborne"])
+    assert err.value.reason.code == R.UNKNOWN_DEPENDENCY
+    with pytest.raises(Rejected) as err:
+        check_candidate(ok.replace('PARAMS = ["object"]\n', ""), "probe")
+    assert err.value.reason.code == R.CONTRACT
+    with pytest.raises(Rejected) as err:
+        check_candidate(HEAD + "x = 1\n" * 1200 + "def detect(trace, events):\n    return []\n", "probe")
+    assert err.value.reason.code == R.TOO_LONG
+
+
+def test_builtin_detectors_pass_the_gate(builtin):
+    for label in builtin.order():
+        info = check_candidate(builtin.get(label).source, label, builtin.order())
+        assert info.pattern == label

@@ -1,0 +1,104 @@
+"""The sandbox on its own: results, limits, and the hostile corpus with the AST gate bypassed."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simpatterns.evolve import reasons as R
+from simpatterns.evolve.sandbox import Sandbox, SandboxLimits, scrubbed_env
+
+from evolve_fixtures import nobody_processes
+from evolve_hostile import CORPUS, program
+
+GOOD = '''import numpy as np
+PATTERN = "fast"
+DESCRIPTION = "a body moves faster than 100 px/s for the first time"
+DEPENDS = ["collision start"]
+PARAMS = ["object", "n_collisions"]
+
+def detect(trace, events):
+    s = trace.speed()
+    out = []
+    for j, name in enumerate(trace.names):
+        idx = np.nonzero(s[:, j] > 100)[0]
+        if len(idx):
+            out.append((int(idx[0]), {"object": name, "n_collisions": len(events["collision start"])}))
+    return out
+'''
+
+
+def reference(trace, n_collisions):
+    s = np.linalg.norm(trace.velocity, axis=-1)
+    out = []
+    for j, name in enumerate(trace.names):
+        idx = np.nonzero(s[:, j] > 100)[0]
+        if len(idx):
+            out.append((int(idx[0]), {"object": name, "n_collisions": n_collisions}))
+    return sorted(out, key=lambda e: (e[0], e[1]["object"]))
+
+
+@pytest.fixture(scope="module")
+def sandbox(traces):
+    limits = SandboxLimits(timeout_s=4.0, smoke_timeout_s=1.5, memory_mb=512)
+    sb = Sandbox(traces[:6], workers=2, limits=limits)
+    deps = {"collision start": [[(1, {"object_a": "a", "object_b": "b"})] * (i % 3) for i in range(6)]}
+    sb.set_dependency_events(deps)
+    yield sb
+    root = sb.root
+    sb.close()
+    assert not Path(root).exists()
+
+
+def test_good_candidate_matches_reference(sandbox, traces):
+    res = sandbox.evaluate(GOOD, "fast", ["object", "n_collisions"], ["collision start"])
+    assert res.ok, res.reason
+    assert res.times is not None and (res.times > 0).all()
+    for i, evs in enumerate(res.events):
+        assert evs == reference(traces[i], i % 3)
+
+
+def test_isolation_facts(sandbox):
+    info = sandbox.info
+    if os.geteuid() == 0:
+        assert info["chroot_and_nobody"]
+    assert "OPENAI_API_KEY" not in scrubbed_env()
+    assert set(scrubbed_env()) <= {"PATH", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                   "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}
+
+
+def test_unknown_dependency_refused(sandbox):
+    res = sandbox.evaluate(GOOD.replace('"collision start"]', '"airborne"]'), "fast", ["object"], ["airborne"])
+    assert res.reason.code == R.UNKNOWN_DEPENDENCY
+
+
+def test_server_survives_a_killed_child_and_keeps_answering(sandbox):
+    loop = program("fast", "    while True:\n        pass", "/nonexistent")
+    res = sandbox.evaluate(loop, "fast", ["object"])
+    assert res.reason.code == R.TIMEOUT
+    sandbox.settle()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(res.pid, 0)
+    res = sandbox.evaluate(GOOD, "fast", ["object", "n_collisions"], ["collision start"])
+    assert res.ok
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the gate-free boundary (chroot, nobody) needs root")
+def test_hostile_corpus_without_the_gate(sandbox, tmp_path, monkeypatch):
+    """Each hostile program runs with no AST gate at all: the process boundary alone holds."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
+    marker = str(tmp_path / "marker")
+    for name, body, _, sandbox_reasons in CORPUS:
+        res = sandbox.evaluate(program("fast", body, marker), "fast", ["object"])
+        code = res.reason.code if res.reason else "ok"
+        assert code in sandbox_reasons, f"{name}: {res.reason}"
+        assert "sk-test-secret" not in str(res.reason) and "root:x:0" not in str(res.reason), name
+        assert not os.path.exists(marker) and not os.path.exists(marker + ".npy"), name
+        sandbox.settle()
+        if res.pid:
+            with pytest.raises(ProcessLookupError):
+                os.killpg(res.pid, 0)
+    assert list(tmp_path.iterdir()) == []
+    # only the pre-forked spares (one per server) remain, blocked on their pipes
+    assert len(nobody_processes()) <= 2
