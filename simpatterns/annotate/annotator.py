@@ -80,14 +80,13 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "") -> An
     events: dict[str, EventList] = {}
     timings: dict[str, float] = {}
     errors: dict[str, str] = {}
-    name = trace_id or _default_id(trace)
     guarded = _guarded(trace)
     for label in labels:
         det = library.get(label)
         failed = [d for d in det.depends if d in errors]
         if failed:
             errors[label] = (
-                f"pattern {label!r} on trace {name!r}: skipped because its dependency "
+                f"pattern {label!r} on trace {trace_id or _default_id(trace)!r}: skipped because its dependency "
                 f"{', '.join(repr(d) for d in failed)} failed"
             )
             timings[label] = 0.0
@@ -96,7 +95,7 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "") -> An
         try:
             events[label] = run_detector(det, guarded, events)
         except DetectorError as exc:
-            errors[label] = f"pattern {label!r} on trace {name!r}: {_strip_where(exc)}"
+            errors[label] = f"pattern {label!r} on trace {trace_id or _default_id(trace)!r}: {_strip_where(exc)}"
         timings[label] = time.perf_counter() - t0
     flat = [PatternEvent(label, f, p) for label in labels for f, p in events.get(label, [])]
     return Annotation(

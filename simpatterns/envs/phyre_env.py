@@ -98,10 +98,10 @@ def _scene_task(scene: Scene | str) -> Task:
 class PhyreOneBallEnv(gym.Env):
     """One-step PHYRE episodes: observe a scene, place the red ball, get the rollout's reward.
 
-    Task choice (first that applies): ``scene`` (a `Scene` or a named scene
+    Task set (at most one of these): ``scene`` (a `Scene` or a named scene
     such as ``"buckets"``); ``template`` + ``variant``; ``template`` alone
     (its variants, sampled at reset); ``tasks`` (a list of ``(template,
-    variant)`` or ``"T:V"``); otherwise every shipped variant. ``reset(options=
+    variant)`` or ``"T:V"``); none: every shipped variant. ``reset(options=
     {"template": T, "variant": V})`` or ``options={"scene": ...}`` overrides
     the choice for one episode. Sampling uses the env's seeded ``np_random``.
 
@@ -177,6 +177,9 @@ class PhyreOneBallEnv(gym.Env):
             raise ValueError("max_steps, stride and render_stride must be >= 1")
         if variant is not None and template is None:
             raise ValueError("variant given without template")
+        given = [k for k, v in (("scene", scene), ("template", template), ("tasks", tasks)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"choose the task set with one of scene, template or tasks; got {' and '.join(given)}")
 
         self.obs_mode = obs_mode
         self.reward_mode = reward_mode

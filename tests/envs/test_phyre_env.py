@@ -208,7 +208,9 @@ def test_options_choose_the_task():
     assert info["template"] == "buckets" and env.unwrapped.scene.goal is None
     with pytest.raises(ValueError, match="unknown reset options"):
         env.reset(options={"varient": 3})
-    tasks = make(tasks=[("00000", 1), "00000:2"])
+    with pytest.raises(ValueError, match="one of scene, template or tasks"):
+        make(tasks=[("00000", 1)])
+    tasks = gym.make(PHYRE_ONE_BALL, tasks=[("00000", 1), "00000:2"], max_steps=10)
     seen = {tasks.reset(seed=s)[1]["variant"] for s in range(12)}
     assert seen == {1, 2}
 

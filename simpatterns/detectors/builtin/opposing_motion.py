@@ -20,8 +20,10 @@ MIN_FRAMES = 3  # the opposition lasts a few steps, not one solver jolt
 
 def detect(trace, events):
     dyn = trace.dynamic_mask & np.array([b.role != "wall" for b in trace.bodies])
+    N = trace.num_bodies
+    met = np.bincount(trace.contact_a.astype(int) * N + trace.contact_b, minlength=N * N).reshape(N, N) > 0
+    met = (met | met.T) & dyn[None, :]  # met[c, j]: dynamic j touched c at some frame
     touch = trace.touching_matrix()
-    met = touch.any(axis=0) & dyn[None, :]  # met[c, j]: dynamic j touched c at some frame
     out = []
     # a lever is a dynamic body touched by two other dynamic bodies; most traces have none
     for c in np.flatnonzero(dyn & (met.sum(axis=1) >= 2)):

@@ -2,16 +2,16 @@ import numpy as np
 
 PATTERN = "wedged between two bodies"
 DESCRIPTION = (
-    "A dynamic body is jammed between two others pressing from roughly opposite sides (two contact normals "
-    "more than 120 degrees apart, squeezing along a line within 60 degrees of horizontal, e.g. stuck in a "
-    "narrow gap; a body merely carrying a load on top is not wedged) while it stays nearly still (under "
-    "2 px/s) for at least 0.5 s. Emitted once at the start of each such interval, with object and the two "
-    "bodies it is wedged between (between, in body index order)."
+    "A dynamic body is jammed between bodies pressing from roughly opposite sides (the contact normals "
+    "pushing into it nearly cancel: for two contacts, more than 120 degrees apart) along a line within 60 "
+    "degrees of horizontal (e.g. stuck in a narrow gap; a body merely carrying a load on top is not wedged), "
+    "while it stays nearly still (under 2 px/s) for at least 0.5 s. Emitted once at the start of each such "
+    "interval, with object and the two most opposed bodies it is wedged between (between, in index order)."
 )
 DEPENDS = []
 PARAMS = ["object", "between"]
 
-OPPOSE_COS = -0.5  # normals more than 120 degrees apart squeeze the body; a floor and a side wall (90) do not
+MAX_NET = 1.0  # |sum of unit normals into the body|: two normals 120 degrees apart sum to exactly 1
 SQUEEZE_SLOPE = np.tan(np.radians(60))  # squeeze line steeper than 60 degrees is a load resting on the body
 STILL_SPEED = 2.0  # px/s: a wedged body barely moves
 MIN_SECONDS = 0.5  # a passing double contact is not a wedge
@@ -29,35 +29,29 @@ def runs(mask, gap=0):
 
 
 def detect(trace, events):
-    T = trace.num_frames
-    f, a, b, n = trace.contact_frame, trace.contact_a, trace.contact_b, trace.contact_normal
-    speed = trace.speed()
+    T, N = trace.num_frames, trace.num_bodies
+    f, a, b, n = trace.contact_frame.astype(int), trace.contact_a, trace.contact_b, trace.contact_normal
+    at_a, at_b = f * N + a, f * N + b  # the normal points from a into b
+
+    def per_body(wa, wb):  # [T, N] sums over each body's contacts
+        return (np.bincount(at_a, wa, T * N) + np.bincount(at_b, wb, T * N)).reshape(T, N)
+
+    count = per_body(None, None)
+    net_x, net_y = per_body(-n[:, 0], n[:, 0]), per_body(-n[:, 1], n[:, 1])
+    abs_x, abs_y = per_body(np.abs(n[:, 0]), np.abs(n[:, 0])), per_body(np.abs(n[:, 1]), np.abs(n[:, 1]))
+    v = trace.velocity
+    squeezed = ((count >= 2) & (net_x ** 2 + net_y ** 2 <= MAX_NET ** 2) & (abs_y <= SQUEEZE_SLOPE * abs_x)
+                & (v[..., 0] ** 2 + v[..., 1] ** 2 < STILL_SPEED ** 2) & trace.dynamic_mask)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     out = []
-    for x in np.flatnonzero(trace.dynamic_mask):
-        rows = np.flatnonzero((a == x) | (b == x))
-        rows = rows[np.argsort(f[rows], kind="stable")]
-        if rows.size < 2 or trace.bodies[x].role == "wall":
+    for x in np.flatnonzero(squeezed.sum(axis=0) >= min_frames):
+        if trace.bodies[x].role == "wall":
             continue
-        into = np.where((b[rows] == x)[:, None], n[rows], -n[rows])  # contact normals pointing into x
-        other = np.where(a[rows] == x, b[rows], a[rows])
-        fr = f[rows]
-        # every two contacts of x in the same frame (rows are frame-sorted, so they sit < lag apart)
-        lags = range(1, int(np.bincount(fr).max()))
-        same = [np.flatnonzero(fr[lag:] == fr[:-lag]) for lag in lags]
-        if not same:
-            continue
-        p = np.concatenate(same)
-        q = p + np.concatenate([np.full(k.size, lag) for lag, k in zip(lags, same)])
-        cos = (into[p] * into[q]).sum(axis=1)
-        squeeze = into[p] - into[q]
-        ok = (cos <= OPPOSE_COS) & (np.abs(squeeze[:, 1]) <= SQUEEZE_SLOPE * np.abs(squeeze[:, 0]))
-        wedged = np.zeros(T, dtype=bool)
-        wedged[fr[p[ok]]] = True
-        start, stop = runs(wedged & (speed[:, x] < STILL_SPEED), MERGE_GAP)
+        start, stop = runs(squeezed[:, x], MERGE_GAP)
         for s in start[stop - start >= min_frames]:
-            m = np.flatnonzero(ok & (fr[p] == s))
-            k = m[np.argmin(cos[m])]
-            pair = sorted((int(other[p[k]]), int(other[q[k]])))
+            rows = np.flatnonzero((f == s) & ((a == x) | (b == x)))
+            into = np.where((b[rows] == x)[:, None], n[rows], -n[rows])
+            k, m = np.unravel_index(np.argmin(into @ into.T), (rows.size, rows.size))  # the most opposed two
+            pair = sorted(int(a[r] if b[r] == x else b[r]) for r in rows[[k, m]])
             out.append((int(s), {"object": trace.names[x], "between": [trace.names[i] for i in pair]}))
     return sorted(out, key=lambda ev: ev[0])

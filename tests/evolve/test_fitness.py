@@ -1,0 +1,99 @@
+"""Fitness (Algorithm 2, Appendix F) on real traces with the built-in detectors."""
+
+import numpy as np
+import pytest
+
+from simpatterns.annotate import distances as dist
+from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotate.annotator import annotate_many
+from simpatterns.evolve import reasons as R
+from simpatterns.evolve.fitness import (
+    FitnessConfig,
+    FitnessContext,
+    histograms_from_frames,
+    length_penalty,
+    time_penalty,
+)
+from simpatterns.evolve.gate import count_lines
+
+RANDOM_SOURCE_LINES = 9  # a short random detector: the length penalty favours it, not the correct one
+
+
+@pytest.fixture(scope="module")
+def annotated(many_traces, builtin):
+    return annotate_many(many_traces, builtin)
+
+
+def test_histograms_equal_the_distances_module(many_traces):
+    rng = np.random.default_rng(0)
+    horizon = max(t.num_frames for t in many_traces)
+    frames = [sorted(rng.integers(0, t.num_frames, int(rng.integers(0, 6))).tolist()) for t in many_traces]
+    mine = histograms_from_frames(frames, horizon, 20)
+    anns = [Annotation([PatternEvent("p", int(f), {}) for f in fs], t.num_frames, ["p"])
+            for fs, t in zip(frames, many_traces)]
+    theirs = dist.histogram_stack(anns, ["p"], 20, horizon)[:, 0, :]
+    np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-15)
+
+
+def test_penalty_shapes():
+    cfg = FitnessConfig()
+    assert length_penalty(1000, cfg) == pytest.approx(1.5)
+    assert length_penalty(50_000, cfg) == pytest.approx(1.5)  # capped at 1000 lines
+    assert length_penalty(10, cfg) == pytest.approx(0.5)
+    assert time_penalty(0.9, 1.0) == 0.0
+    assert time_penalty(1.5, 1.0) == pytest.approx(0.5)
+    assert time_penalty(2.0, 1.0) == pytest.approx(1.0)
+    assert time_penalty(7.0, 1.0) == 1.0
+    assert time_penalty(1.26, 1.0, resolution=0.1) == pytest.approx(0.3)
+
+
+def _context(traces, annotated, builtin, label, cfg=None):
+    lib = builtin.copy()
+    lib.remove(label)
+    keep = lib.order()
+    events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in annotated] for k in keep}
+    times = {k: float(np.mean([a.timings[k] for a in annotated])) for k in keep}
+    return FitnessContext(traces, events, times, cfg)
+
+
+@pytest.mark.parametrize("label", ["bounce", "collision start", "airborne", "global rest"])
+def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotated, builtin, label):
+    ctx = _context(many_traces, annotated, builtin, label)
+    correct = [[(e.frame, e.params) for e in a.by_pattern(label)] for a in annotated]
+    assert any(correct), f"{label} never fires on the test traces"
+    rng = np.random.default_rng(1)
+    # random: as many events as the correct detector, at random frames
+    rand = [[(int(f), {}) for f in rng.integers(0, t.num_frames, max(1, len(c)))] for t, c in
+            zip(many_traces, correct)]
+    lines = count_lines(builtin.get(label).source)
+    good = ctx.score(correct, None, lines)
+    bad = ctx.score(rand, None, RANDOM_SOURCE_LINES)
+    assert good.fitness > bad.fitness, (good, bad)
+    assert ctx.accepts(good) and not ctx.accepts(bad)
+    never = ctx.score([[] for _ in many_traces], None, 5)
+    always = ctx.score([[(f, {}) for f in range(t.num_frames)] for t in many_traces], None, 5)
+    constant = ctx.score([[(3, {})] for _ in many_traces], None, 5)
+    assert never.code == R.DEGENERATE_NEVER
+    assert always.code == R.DEGENERATE_ALWAYS
+    assert constant.code == R.DEGENERATE_CONSTANT
+
+
+def test_time_penalty_reaches_fitness(many_traces, annotated, builtin):
+    ctx = _context(many_traces, annotated, builtin, "bounce")
+    correct = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
+    fast = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 0.5), 30)
+    slow = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 3), 30)
+    assert fast.time_penalty == 0.0 and slow.time_penalty == 1.0
+    assert slow.fitness < fast.fitness
+    assert fast.events_hash == slow.events_hash and fast.signature == slow.signature
+
+
+def test_empty_library_is_the_plain_correlation(many_traces, annotated):
+    ctx = FitnessContext(many_traces, {}, {}, FitnessConfig(w_novelty=0, w_length=0, w_time=0))
+    ev = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
+    parts = ctx.score(ev, None, 10)
+    h = histograms_from_frames([[f for f, _ in e] for e in ev], ctx.horizon, 20)
+    D_a = dist.histogram_cross_entropy_matrix(h)
+    iu = np.triu_indices(len(many_traces), 1)
+    assert parts.correlation == pytest.approx(np.corrcoef(ctx.D_T[iu], D_a[iu])[0, 1], abs=1e-9)
+    assert parts.novelty == 0.0 and ctx.baseline == 0.0
