@@ -42,6 +42,16 @@ def start_server() -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+def timed(fn):
+    """(requests/s by wall clock, client-process CPU ms per request)."""
+    def wrapper(url: str, n: int, conc: int, *args):
+        c0 = time.process_time()
+        rate = fn(url, n, conc, *args)
+        return rate, (time.process_time() - c0) * 1000 / n
+    return wrapper
+
+
+@timed
 def raw_sync(url: str, n: int, conc: int) -> float:
     client = openai.OpenAI(base_url=url, api_key="EMPTY", max_retries=0)
 
@@ -61,6 +71,7 @@ def raw_sync(url: str, n: int, conc: int) -> float:
     return n / dt
 
 
+@timed
 def raw_async(url: str, n: int, conc: int) -> float:
     async def run() -> float:
         client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0)
@@ -81,6 +92,7 @@ def raw_async(url: str, n: int, conc: int) -> float:
     return asyncio.run(run())
 
 
+@timed
 def ours(url: str, n: int, conc: int, mode: str, transcript: Path | None) -> float:
     requests = [ChatRequest(MESSAGES, max_tokens=256, seed=0) for _ in range(n)]
     with make_client("openai", base_url=url, model="scripted-model", concurrency=conc,
@@ -106,18 +118,21 @@ def main() -> None:
           f"{os.cpu_count()} CPUs")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"{'conc':>4} | {'mode':>5} | {'openai req/s':>12} | {'ours req/s':>10} | {'ratio':>5} | "
-                  f"{'ours+transcript':>15} | {'ratio':>5}")
+            print("req/s: wall-clock throughput (noisy on a shared machine); cpu ms: client-process CPU per "
+                  "request (the cost of the client stack itself)")
+            print(f"{'conc':>4} | {'mode':>5} | {'openai req/s':>12} | {'ours req/s':>10} | {'+transcript':>11} | "
+                  f"{'openai cpu ms':>13} | {'ours cpu ms':>11} | {'+transcript':>11} | {'cpu ratio':>9}")
             for conc in args.concurrency:
                 for mode in ("sync", "async"):
                     base, mine, logged = [], [], []
-                    for rep in range(args.repeats):
+                    for rep in range(args.repeats):  # interleaved, so load changes hit all three alike
                         base.append((raw_sync if mode == "sync" else raw_async)(url, args.requests, conc))
                         mine.append(ours(url, args.requests, conc, mode, None))
                         logged.append(ours(url, args.requests, conc, mode, Path(tmp) / f"t{conc}{mode}{rep}.jsonl"))
-                    b, m, lg = max(base), max(mine), max(logged)
-                    print(f"{conc:>4} | {mode:>5} | {b:>12.0f} | {m:>10.0f} | {m / b:>5.2f} | {lg:>15.0f} | "
-                          f"{lg / b:>5.2f}")
+                    b, m, lg = (max(r for r, _ in x) for x in (base, mine, logged))
+                    bc, mc, lc = (min(c for _, c in x) for x in (base, mine, logged))
+                    print(f"{conc:>4} | {mode:>5} | {b:>12.0f} | {m:>10.0f} | {lg:>11.0f} | {bc:>13.2f} | "
+                          f"{mc:>11.2f} | {lc:>11.2f} | {mc / bc:>9.2f}")
     finally:
         proc.terminate()
         proc.wait(5)

@@ -80,7 +80,7 @@ def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, 
         tmp.write_text(body + "\n")
         os.replace(tmp, target)
         if single:
-            console.print(body, markup=False, highlight=False)
+            typer.echo(body)  # plain: rich would re-wrap the lines
     if plot:
         timeline_plot(ann, dest_dir / f"{stem}.timeline.png", trace=trace)
     if gif:

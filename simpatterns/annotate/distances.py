@@ -80,9 +80,11 @@ def trace_distance_matrix(
     Vectorised over pairs: for each moving body, the positions of the traces
     that hold it go into one float32 ``[D, m, T]`` array (held last states) and
     each block of rows is compared with all later traces at once; bodies static
-    in every trace reduce to one frame. With ``cache_dir`` the matrix is stored as ``.npy`` keyed by a
-    content hash of the traces (positions, body names, static flags, frame
-    interval) and reused when the same data set comes again.
+    in every trace reduce to one frame. ``threads`` (default: up to 4) run row
+    blocks in parallel. With ``cache_dir`` the matrix is stored as ``.npy``
+    keyed by a content hash of the traces (`dataset_hash`: positions, body
+    names, static flags, frame interval) and reused when the same data set
+    comes again.
     """
     traces = list(traces)
     n = len(traces)
@@ -121,7 +123,7 @@ def dataset_hash(traces: Sequence[Trace]) -> str:
     return h.hexdigest()
 
 
-def _pair_sums(planes: np.ndarray, lens: np.ndarray, block_bytes: int) -> list[tuple[int, int, int]]:
+def _row_blocks(planes: np.ndarray, lens: np.ndarray, block_bytes: int) -> list[tuple[int, int, int]]:
     """Row blocks for `_pair_block`: traces sorted longest first, so a block of rows
     against all later traces needs only the frames of its first (longest) row."""
     m = planes.shape[1]
@@ -212,7 +214,7 @@ def _trace_matrix(traces: list[Trace], block_bytes: int, threads: int) -> np.nda
             planes[:, r, lens[r]:] = pos[-1][:, None]
         out = np.zeros((members.size, members.size))
         results.append((members, out))
-        tasks += [(planes, lens, out, lo, hi, t_need) for lo, hi, t_need in _pair_sums(planes, lens, block_bytes)]
+        tasks += [(planes, lens, out, lo, hi, t_need) for lo, hi, t_need in _row_blocks(planes, lens, block_bytes)]
     if threads > 1 and len(tasks) > 1:
         with ThreadPoolExecutor(max_workers=threads) as pool:  # numpy releases the GIL
             list(pool.map(lambda task: _pair_block(*task), tasks))
@@ -236,8 +238,9 @@ def _trace_matrix(traces: list[Trace], block_bytes: int, threads: int) -> np.nda
 
 
 # ----------------------------------------------------------- annotation distance
-def _smooth(counts: np.ndarray) -> np.ndarray:
-    """Blur over bins (mass-preserving at the edges), normalise, mix with uniform."""
+def smooth_histograms(counts: np.ndarray) -> np.ndarray:
+    """Counts ``[..., B]`` -> distributions: blur over bins (mass kept at the edges),
+    normalise, mix with uniform (`BLUR_KERNEL`, `EPSILON`); all-zero rows become uniform."""
     c = np.asarray(counts, dtype=np.float64)
     if c.shape[-1] > 1:
         left = np.concatenate([c[..., :1], c[..., :-1]], axis=-1)
@@ -288,7 +291,7 @@ def pattern_histograms(
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     h = annotation.num_frames if horizon is None else int(horizon)
-    return _smooth(_counts([annotation], patterns, bins, np.array([h])))[0]
+    return smooth_histograms(_counts([annotation], patterns, bins, np.array([h])))[0]
 
 
 def histogram_stack(
@@ -300,7 +303,7 @@ def histogram_stack(
     if horizon is None:
         horizon = max((a.num_frames for a in annotations), default=1)
     horizons = np.full(len(annotations), int(horizon), dtype=np.int64)
-    return _smooth(_counts(annotations, patterns, bins, horizons))
+    return smooth_histograms(_counts(annotations, patterns, bins, horizons))
 
 
 def histogram_cross_entropy(p: np.ndarray, q: np.ndarray) -> float:

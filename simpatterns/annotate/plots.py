@@ -65,7 +65,7 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
         if pattern and not annotation.by_pattern(pattern):
             tick.set_color("0.55")
     ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlim(0, duration)
+    ax.set_xlim(0, duration * 1.01)
     ax.set_xlabel("time (s)")
     ax.grid(axis="x", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)

@@ -7,10 +7,11 @@ into one interval line, ``"1.20–3.45  touching: red ball, ground"``; numeric
 params that vary over the interval show their range. An event with an integer
 ``frames`` param is an interval of that length (see `activation_span`); with
 ``until_s`` such intervals are cut at that time, so nothing later leaks. When the text would
-exceed ``budget_chars``, the patterns with the most lines are replaced one at
-a time by a one-line summary (count, time span, objects involved) until it
-fits; as a last resort the latest lines are cut with a note saying how many, and the result never
-exceeds the budget.
+exceed ``budget_chars``, patterns are replaced one at a time by a one-line
+summary (count, time span, objects involved), the pattern whose lines cost the
+most beyond their summary first, until it fits; then the latest lines are cut
+with a note saying how many; then the "Not observed" list goes. The result
+never exceeds the budget.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from simpatterns.annotate.annotation import Annotation
 from simpatterns.trace import Trace
 
 DASH = "–"
+MIN_SUMMARY_LINES = 3  # fewer lines than this are never worth a summary
 DURATION_KEY = "frames"  # an int param: the activation lasts this many frames from its frame
 
 
@@ -173,7 +175,7 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
             for k, v in params.items():
                 if isinstance(v, str) and v in body_names:
                     continue
-                if k == DURATION_KEY and end > int(frames[chunk[0]]):
+                if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
                     continue  # shown as the interval
                 if _is_number(v):
                     vals = [evs[c][1].get(k) for c in chunk]
@@ -198,8 +200,9 @@ def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
         objs.update(set(ln.objects))
     who = ", ".join(f"{name} x{k}" for name, k in objs.most_common(6))
     more = f", +{len(objs) - 6} more" if len(objs) > 6 else ""
+    frames = f" ({n_act} active frames)" if n_act != len(lines) else ""
     return (
-        f"{pattern}: {len(lines)} occurrences ({n_act} activations) between {start * dt:.2f} and "
+        f"{pattern}: {len(lines)} times{frames} between {start * dt:.2f} and "
         f"{end * dt:.2f} s{'; ' + who + more if who else ''}"
     )
 
@@ -247,25 +250,36 @@ def timeline_text(
         return "\n".join(parts + tail), dropped
 
     text, _ = compose()
+    rendered = {p: sum(len(ln.render(dt, width)) + 1 for ln in v) for p, v in by_pattern.items()}
     while len(text) > budget_chars:
-        candidates = [(len(v), p) for p, v in by_pattern.items() if p not in summarised and len(v) > 1]
-        if not candidates:
+        # summarise the pattern whose lines cost the most beyond their summary line
+        gains = []
+        for p, v in by_pattern.items():
+            if p not in summarised and len(v) >= MIN_SUMMARY_LINES:
+                summary = _summary(p, v, dt)
+                gains.append((rendered[p] - len(summary) - 3, p, summary))
+        gains = [g for g in gains if g[0] > 0]
+        if not gains:
             break
-        _, worst = max(candidates, key=lambda c: (c[0], c[1]))
-        summarised[worst] = _summary(worst, by_pattern[worst], dt)
+        _, worst, summary = max(gains)
+        summarised[worst] = summary
         text, _ = compose()
     if len(text) > budget_chars:
         n = sum(1 for ln in lines if ln.pattern not in summarised)
         lo, hi = 0, n
-        while lo < hi:  # most lines that fit
+        while lo < hi:  # most timeline lines that fit, earliest first
             mid = (lo + hi + 1) // 2
             if len(compose(mid)[0]) <= budget_chars:
                 lo = mid
             else:
                 hi = mid - 1
         text, _ = compose(lo)
-    if len(text) > budget_chars:  # even the summaries do not fit: keep whole lines that do
-        text = text[:budget_chars].rsplit("\n", 1)[0] if "\n" in text[:budget_chars] else text[:budget_chars]
+        if len(text) > budget_chars and tail:  # the lists of quiet or failed patterns go next
+            tail.clear()
+            text, _ = compose(0)
+    if len(text) > budget_chars:  # even the summaries do not fit: keep the whole lines that do
+        cut = text[:budget_chars]
+        text = cut.rsplit("\n", 1)[0] if "\n" in cut else cut
     return text
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -33,7 +31,7 @@ def list_cmd(library: str = typer.Option("builtin", "--library", "-l", help=LIBR
     lib = open_library(library)
     table = Table(title=f"{len(lib)} patterns ({library})")
     for col in ("#", "pattern", "provenance", "depends on", "params", "fitness"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("#", "pattern", "provenance", "fitness"))
     for k, entry in enumerate(lib.entries(), start=1):
         table.add_row(
             str(k), entry.label, entry.provenance, ", ".join(entry.depends) or "-",

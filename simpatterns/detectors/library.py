@@ -30,6 +30,7 @@ candidates under evaluation go through the evolver's sandbox.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -96,6 +97,25 @@ def _check_provenance(provenance: str, where: str) -> str:
     if provenance not in PROVENANCES:
         raise LibraryError(f"{where}: provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
     return provenance
+
+
+_DETECTOR_CACHE: dict[tuple[str, str], Detector] = {}
+_DETECTOR_CACHE_SIZE = 4096
+
+
+def _load_cached(source: str, filename: str) -> Detector:
+    """`load_detector` memoised on (file name, full source hash): parsing and checking the
+    built-in library's sources costs about 20 ms a file, and libraries are loaded often
+    (every worker, every evolver step). Detectors are programs that do not change once
+    loaded, so libraries may share them."""
+    key = (filename, hashlib.sha256(source.encode()).hexdigest())
+    det = _DETECTOR_CACHE.get(key)
+    if det is None:
+        det = load_detector(source, filename=filename)
+        if len(_DETECTOR_CACHE) >= _DETECTOR_CACHE_SIZE:
+            _DETECTOR_CACHE.pop(next(iter(_DETECTOR_CACHE)))
+        _DETECTOR_CACHE[key] = det
+    return det
 
 
 def _file_name(label: str, taken: set[str]) -> str:
@@ -215,7 +235,7 @@ class PatternLibrary:
                     [rec["label"]],
                 )
             try:
-                det = load_detector(source, filename=file)
+                det = _load_cached(source, file)
             except DetectorError as exc:
                 raise LibraryError(f"{at}: {exc}", [rec["label"]]) from exc
             label = normalize_label(rec["label"])

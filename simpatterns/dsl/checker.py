@@ -177,6 +177,8 @@ def signature_text(cls: type[Node]) -> str:
 
 
 def _default_text(a: Arg) -> str:
+    if a.shown is not None:
+        return a.shown
     if a.default is None:
         return {"params": "{}", "window": "(0, 1)", "fraction": "1.0"}.get(a.kind, "None")
     return repr(a.default)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 import numpy as np
 
 from simpatterns.dsl.checker import bind, check
-from simpatterns.dsl.errors import DSLErrors
+from simpatterns.dsl.errors import DSLErrors, DSLEvaluationError
 from simpatterns.dsl.matching import DIRECTED_PATTERNS, normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import (
@@ -176,6 +176,8 @@ class CompiledProgram:
     def context(self, annotation: "Annotation | None", trace: "Trace | None" = None) -> EvalContext:
         if annotation is None and trace is None:
             raise TypeError("evaluate needs an annotation (and a trace for NEARBY_AT/TOUCHING)")
+        if trace is not None and trace.num_frames == 0:
+            raise DSLEvaluationError("empty-trace", "the trace has no frames", filename=self.program.filename)
         return EvalContext(annotation, self._view(trace), self._label_map(annotation))
 
     def evaluate(self, annotation: "Annotation | None", trace: "Trace | None" = None,

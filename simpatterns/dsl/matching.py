@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any, Callable, Mapping
@@ -71,12 +72,19 @@ def canonical_constraint(value: Any) -> Any:
     return value
 
 
+def _norm(v: str) -> str:
+    out = _NORM_CACHE.get(v)
+    return out if out is not None else normalize_text(v)
+
+
 def value_matches(v: Any, c: Any) -> bool:
-    """Does the event value ``v`` satisfy the canonical constraint ``c``?"""
+    """Does the event value ``v`` (as the detector wrote it) satisfy the
+    canonical constraint ``c``? Strings are normalised lazily: detectors
+    usually write canonical body names, so plain equality decides most cases."""
     if c is WILDCARD:
         return v is not MISSING
     if isinstance(c, str):
-        return isinstance(v, str) and (v == c or normalize_text(v) == c)
+        return v == c or (type(v) is str and _norm(v) == c)
     if isinstance(c, tuple):
         if isinstance(v, (list, tuple)):
             if _seq_equal(v, c):
@@ -98,6 +106,34 @@ def _seq_equal(v, c: tuple) -> bool:
     return len(v) == len(c) and all(value_matches(a, b) for a, b in zip(v, c))
 
 
+def _present(v: Any) -> bool:
+    return v is not MISSING
+
+
+def _compile_test(c: Any) -> Callable[[Any], bool]:
+    """A fast test for one constraint (a string, or string alternatives, are
+    the common cases; everything else goes through `value_matches`)."""
+    if c is WILDCARD:
+        return _present
+    if isinstance(c, str):
+        def equals(v: Any) -> bool:
+            return v == c or (type(v) is str and _norm(v) == c)
+        return equals
+    if isinstance(c, tuple) and c and all(isinstance(a, str) for a in c):
+        options = frozenset(c)
+
+        def one_of(v: Any) -> bool:
+            if type(v) is str:
+                return v in options or _norm(v) in options
+            return value_matches(v, c)
+        return one_of
+    return functools.partial(_matches_constraint, c)
+
+
+def _matches_constraint(c: Any, v: Any) -> bool:
+    return value_matches(v, c)
+
+
 def swapped_key(key: str) -> str | None:
     if key.endswith("_a"):
         return key[:-2] + "_b"
@@ -107,29 +143,31 @@ def swapped_key(key: str) -> str | None:
 
 
 class ParamMatcher:
-    """Callable ``params -> bool`` for one program params dict; see module doc."""
+    """Callable ``event params -> bool`` for one program params dict (see the
+    module doc)."""
 
-    __slots__ = ("items", "swapped", "key", "__weakref__")
+    __slots__ = ("items", "tests", "swapped", "key", "__weakref__")
 
     def __init__(self, constraints: Mapping[str, Any] | None, symmetric: bool = True):
         cons = {k: canonical_constraint(v) for k, v in (constraints or {}).items()}
         self.items: tuple[tuple[str, Any], ...] = tuple(cons.items())
-        self.swapped: tuple[tuple[str, Any], ...] | None = None
+        self.tests = tuple((k, _compile_test(c)) for k, c in cons.items())
+        self.swapped: tuple[tuple[str, Callable[[Any], bool]], ...] | None = None
         if symmetric and any(swapped_key(k) for k in cons):
-            self.swapped = tuple((swapped_key(k) or k, v) for k, v in cons.items())
+            self.swapped = tuple((swapped_key(k) or k, t) for k, t in self.tests)
         self.key = (repr(self.items), symmetric)  # memo key inside one evaluation
 
     def __call__(self, params: Mapping[str, Any]) -> bool:
         get = params.get
-        for k, c in self.items:
-            if not value_matches(get(k, MISSING), c):
+        for k, test in self.tests:
+            if not test(get(k, MISSING)):
                 break
         else:
             return True
         if self.swapped is None:
             return False
-        for k, c in self.swapped:
-            if not value_matches(get(k, MISSING), c):
+        for k, test in self.swapped:
+            if not test(get(k, MISSING)):
                 return False
         return True
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer
+from lark.lexer import Lexer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from simpatterns.dsl.errors import DSLSyntaxError, close_matches, error_at
@@ -129,16 +130,59 @@ class _ToNodes(Transformer):
         return Compare(str(c[1]), c[0], c[2], _span(c[0], c[2]))
 
 
+class _FastLexer(Lexer):
+    """The grammar's terminals as one regex, scanned in a tight loop.
+
+    Lark's own lexer dominates parse time on these short programs. This one
+    tokenises valid programs exactly as Lark's would (the terminals do not
+    overlap except "=" inside "==", and the longer-first order Lark uses
+    settles that); on any problem it gives up and `parse` reruns Lark's
+    contextual lexer, whose errors carry the expected tokens."""
+
+    def __init__(self, lexer_conf):
+        terms = sorted(lexer_conf.terminals,
+                       key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
+        self.ignore = frozenset(lexer_conf.ignore)
+        self.match = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terms)).match
+
+    def lex(self, data: str):
+        match, ignore = self.match, self.ignore
+        pos, line, line_start, n = 0, 1, 0, len(data)
+        while pos < n:
+            m = match(data, pos)
+            if m is None or m.end() == pos:
+                raise _LexFailed()
+            kind, end = m.lastgroup, m.end()
+            if kind in ignore:
+                nl = data.count("\n", pos, end)
+                if nl:
+                    line += nl
+                    line_start = data.rfind("\n", pos, end) + 1
+            else:
+                col = pos - line_start + 1
+                yield Token(kind, m.group(), pos, line, col, line, col + end - pos, end)
+            pos = end
+
+
+class _LexFailed(Exception):
+    """The fast lexer met something it does not tokenise; use Lark's lexer."""
+
+
+def _make_parser(lexer) -> Lark:
+    return Lark(grammar_text(), parser="lalr", lexer=lexer, transformer=_ToNodes(), keep_all_tokens=True,
+                maybe_placeholders=True)
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        transformer=_ToNodes(),
-        keep_all_tokens=True,
-        maybe_placeholders=True,
-    )
+    """Lark's LALR parser with its contextual lexer: the reference, and the
+    source of syntax errors."""
+    return _make_parser("contextual")
+
+
+@lru_cache(maxsize=1)
+def _fast_parser() -> Lark:
+    return _make_parser(_FastLexer)
 
 
 _TERMINAL_WORDS = {
@@ -295,7 +339,10 @@ def parse(text: str, filename: str = "<program>") -> Program:
                              line=1, column=1, filename=filename)
     _check_nesting(text, filename)
     try:
-        root = _parser().parse(text)
+        try:
+            root = _fast_parser().parse(text)
+        except (_LexFailed, UnexpectedInput):
+            root = _parser().parse(text)  # the reference lexer: same result, or a precise error
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, filename) from None
     except _Syntax as exc:

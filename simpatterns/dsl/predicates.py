@@ -13,6 +13,7 @@ the result of ``NOT(node)``; both keep ``score == 1.0`` exactly when
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -35,6 +36,7 @@ class Arg:
     default: Any = REQUIRED
     doc: str = ""
     of: str | None = None  # params: the pattern argument whose keys they use
+    shown: str | None = None  # the default as the reference prints it, when not the kind's usual one
 
     @property
     def required(self) -> bool:
@@ -188,6 +190,7 @@ class Count(Node):
     SIGNATURE = Event.SIGNATURE
     SCORE = ("as a comparison: 1 when it holds, else 1 / (1 + ln(1 + d)) where d is how far the count is "
              "from the nearest count that satisfies it (|c - n| for ==; 1 for != when equal).")
+    NOT_SCORE = "NOT flips the comparison's operator (== <-> !=, < <-> >=, > <-> <=)."
     EXAMPLES = (
         'COUNT("collision start", {"object_a": "green ball", "object_b": "blue ball"}) == 1',
         'COUNT("bounce", {"object": "red ball"}, window=(0, 0.5)) >= 2',
@@ -310,7 +313,7 @@ class Or(Node):
     READS = "-"
     SCORE = "the best operand's score."
     NOT_SCORE = "NOT(OR(a, b)) = AND(NOT(a), NOT(b))."
-    EXAMPLES = ('OR(TOUCHING("green ball", "gray jar 1"), TOUCHING("green ball", "gray jar 2"))',)
+    EXAMPLES = ('OR(TOUCHING("green ball", "black jar 1"), TOUCHING("green ball", "black jar 2"))',)
 
     def __init__(self, *clauses: Node, where: Where):
         self.items = clauses
@@ -444,7 +447,7 @@ class First(Node):
         Arg("pattern", "pattern"),
         Arg("params", "params", None, of="pattern"),
         Arg("window", "window", None),
-        Arg("among", "params", None, of="pattern"),
+        Arg("among", "params", None, of="pattern", shown="params"),
     )
     SCORE = "1 if it holds, 0.5 if there are candidates but the first one does not qualify, else 0."
     EXAMPLES = (
@@ -543,8 +546,9 @@ class Never(Node):
 
     def detail(self, ctx):
         n, m = self._count(ctx)
-        unit = "events" if isinstance(self.what, Query) else f"of {m} frames"
-        return f"{n} {unit}{_window_text(self.window)} with {self._what_text()}"
+        if isinstance(self.what, Query):
+            return f"{n} matching event{'s' if n != 1 else ''}{_window_text(self.window)}: {self._what_text()}"
+        return f"holds at {n} of {m} frames{_window_text(self.window)}: {self._what_text()}"
 
     def _what_text(self) -> str:
         return self.what.describe() if isinstance(self.what, Query) else self.what.text
@@ -607,7 +611,7 @@ class NearbyAt(Node):
         Arg("t", "fraction", None),
         Arg("radius", "positive", None),
         Arg("target", "body", None),
-        Arg("window", "window", None),
+        Arg("window", "window", None, shown="None"),
         Arg("z", "number", None),
     )
     STATE = True
@@ -623,46 +627,51 @@ class NearbyAt(Node):
     def __init__(self, body, x=None, y=None, t=None, radius=None, target=None, window=None, z=None, *,
                  where: Where):
         self.body, self.target = body, target
-        self.point = None if target is not None else tuple(v for v in (x, y, z) if v is not None)
+        self.point = None if target is not None else tuple(float(v) for v in (x, y, z) if v is not None)
         self.t = 1.0 if t is None and window is None else t
         self.window = tuple(window) if window is not None else None
         self.radius = radius
         self.where = where
 
-    def _distances(self, ctx) -> tuple[np.ndarray, TraceView]:
-        view = ctx.need_view(self.where, "NEARBY_AT")
-        key = ("nearby", id(self))
-        d = ctx.memo.get(key)
-        if d is None:
-            pos = view.trace.position
-            i = view.body(self.body, self.where)
-            if self.target is not None:
-                j = view.body(self.target, self.where)
-                diff = pos[:, i, :] - pos[:, j, :]
-            else:
-                k = min(len(self.point), pos.shape[2])
-                diff = pos[:, i, :k] - np.asarray(self.point[:k], dtype=float)
-            d = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-            ctx.memo[key] = d
-        return d, view
+    def _offsets(self, view: TraceView, frames) -> np.ndarray:
+        """Body-to-target vectors at ``frames`` (a slice)."""
+        pos = view.trace.position
+        i = view.body(self.body, self.where)
+        if self.target is not None:
+            return pos[frames, i, :] - pos[frames, view.body(self.target, self.where), :]
+        k = min(len(self.point), pos.shape[2])
+        return pos[frames, i, :k] - np.asarray(self.point[:k])
+
+    def _distance_at(self, view: TraceView, f: int) -> float:
+        pos = view.trace.position
+        p = pos[f, view.body(self.body, self.where)].tolist()
+        q = pos[f, view.body(self.target, self.where)].tolist() if self.target is not None else self.point
+        return math.dist(p[: len(q)], q[: len(p)])
 
     def distance(self, ctx) -> tuple[float, float, int]:
-        """(distance, radius, frame) at t, or the closest frame of the window."""
-        d, view = self._distances(ctx)
+        """(distance, radius, frame) at t, or at the closest frame of the window."""
+        view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        if self.window is not None:
-            lo, hi = view.window(self.window)
-            if hi < lo:
-                return float("inf"), r, lo
-            f = lo + int(np.nanargmin(d[lo : hi + 1])) if np.isfinite(d[lo : hi + 1]).any() else lo
-        else:
+        if self.window is None:
             f = view.frame(self.t)
-        return float(d[f]), r, f
+            return self._distance_at(view, f), r, f
+        lo, hi = view.window(self.window)
+        if hi < lo:
+            return math.inf, r, lo
+        off = self._offsets(view, slice(lo, hi + 1))
+        d2 = np.einsum("ij,ij->i", off, off)
+        k = int(np.argmin(d2))
+        if d2[k] != d2[k]:  # NaN positions: skip them
+            if np.isnan(d2).all():
+                return math.inf, r, lo
+            k = int(np.nanargmin(d2))
+        return math.sqrt(float(d2[k])), r, lo + k
 
     def series(self, ctx) -> np.ndarray:
-        d, view = self._distances(ctx)
+        view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        return d <= r
+        off = self._offsets(view, slice(None))
+        return np.einsum("ij,ij->i", off, off) <= r * r
 
     def eval(self, ctx):
         d, r, _ = self.distance(ctx)
@@ -695,18 +704,39 @@ class Touching(Node):
     SCORE = ("1 if touching; else, with a trace, 0.5 / (1 + ln(c / (ra + rb))) for centre distance c and "
              "bounding radii ra, rb (0.5 when the bounding circles overlap); without a trace 0.5 if the "
              "two touched at some other time, else 0.")
-    EXAMPLES = ('TOUCHING("green ball", "blue ball", t=1.0)', 'TOUCHING("green ball", "gray jar 2")')
+    EXAMPLES = ('TOUCHING("green ball", "blue ball", t=1.0)', 'TOUCHING("green ball", "black jar 2")')
 
     def __init__(self, a, b, t=None, *, where: Where):
         self.a, self.b = a, b
+        self.wild_a, self.wild_b = is_wildcard(a), is_wildcard(b)
         self.t = 1.0 if t is None else t
         self.where = where
 
-    def _indices(self, view: TraceView) -> tuple[np.ndarray, np.ndarray]:
-        n = view.trace.num_bodies
-        ia = np.arange(n) if is_wildcard(self.a) else np.array([view.body(self.a, self.where)])
-        ib = np.arange(n) if is_wildcard(self.b) else np.array([view.body(self.b, self.where)])
-        return ia, ib
+    def _pair(self, view: TraceView) -> tuple[int | None, int | None]:
+        """Body indices of a and b (None for a wildcard)."""
+        return (None if self.wild_a else view.body(self.a, self.where),
+                None if self.wild_b else view.body(self.b, self.where))
+
+    def _hits(self, view: TraceView, ca: np.ndarray, cb: np.ndarray) -> np.ndarray:
+        """Which contact rows (body index columns ca, cb) are an a-b contact."""
+        i, j = self._pair(view)
+        if i is None and j is None:
+            return np.ones(ca.shape, dtype=bool)
+        if i is None or j is None:
+            k = j if i is None else i
+            return (ca == k) | (cb == k)
+        return ((ca == i) & (cb == j)) | ((ca == j) & (cb == i))
+
+    def _touching_at(self, ctx, f: int) -> bool:
+        view = ctx.view
+        if view is None:
+            s = self.series(ctx)
+            return bool(len(s)) and bool(s[f])
+        lo, hi = view.rows_at(f)
+        if lo == hi:
+            return False
+        _, ca, cb = view.contacts()
+        return bool(self._hits(view, ca[lo:hi], cb[lo:hi]).any())
 
     def series(self, ctx) -> np.ndarray:
         key = ("touch", id(self))
@@ -714,12 +744,9 @@ class Touching(Node):
         if s is not None:
             return s
         if ctx.view is not None:
-            tr = ctx.view.trace
-            ia, ib = self._indices(ctx.view)
-            ca, cb = tr.contact_a, tr.contact_b
-            hit = (np.isin(ca, ia) & np.isin(cb, ib)) | (np.isin(ca, ib) & np.isin(cb, ia))
-            s = np.zeros(tr.num_frames, dtype=bool)
-            s[tr.contact_frame[hit]] = True
+            cf, ca, cb = ctx.view.contacts()
+            s = np.zeros(ctx.view.trace.num_frames, dtype=bool)
+            s[cf[self._hits(ctx.view, ca, cb)]] = True
         else:
             s = self._series_from_events(ctx)
         ctx.memo[key] = s
@@ -732,52 +759,59 @@ class Touching(Node):
         m = ParamMatcher({"object_a": self.a, "object_b": self.b})
         T = ctx.num_frames
         s = np.zeros(T, dtype=bool)
-        starts = [e for e in ctx.events(COLLISION_START, self.where) if m(e.params)]
-        ends = [e for e in ctx.events(COLLISION_END, self.where) if m(e.params)]
+        starts = [(e.frame, e.params) for e in ctx.events(COLLISION_START, self.where) if m(e.params)]
+        ends = [(e.frame, e.params) for e in ctx.events(COLLISION_END, self.where) if m(e.params)]
         by_pair: dict[tuple, list[int]] = {}
-        for e in ends:
-            by_pair.setdefault(_pair(e.params), []).append(e.frame)
-        for e in starts:
-            later = [f for f in by_pair.get(_pair(e.params), []) if f > e.frame]
+        for f, p in ends:
+            by_pair.setdefault(_pair(p), []).append(f)
+        for f0, p in starts:
+            later = [f for f in by_pair.get(_pair(p), []) if f > f0]
             stop = min(later) if later else T
-            s[max(0, e.frame) : max(0, min(T, stop))] = True
+            s[max(0, f0) : max(0, min(T, stop))] = True
         return s
 
-    def _frame(self, ctx) -> tuple[np.ndarray, int]:
-        s = self.series(ctx)
-        n = len(s)
-        return s, min(n - 1, max(0, int(round(self.t * (n - 1))))) if n else 0
+    def _frame(self, ctx) -> int:
+        n = ctx.view.trace.num_frames if ctx.view is not None else ctx.num_frames
+        return min(n - 1, max(0, int(round(self.t * (n - 1))))) if n else 0
 
     def eval(self, ctx):
-        s, f = self._frame(ctx)
-        if len(s) and s[f]:
+        f = self._frame(ctx)
+        if self._touching_at(ctx, f):
             return True, 1.0
         if ctx.view is None:
-            return False, 0.5 if s.any() else 0.0
+            return False, 0.5 if self.series(ctx).any() else 0.0
         return False, failed(0.5 * self._closeness(ctx.view, f))
 
     def _closeness(self, view: TraceView, f: int) -> float:
         """inverse_log of how far apart the closest candidate pair's bounding circles are."""
-        ia, ib = self._indices(view)
-        pos = view.trace.position[f]
-        c = np.linalg.norm(pos[ia][:, None, :] - pos[ib][None, :, :], axis=-1)
+        i, j = self._pair(view)
+        pos = view.trace.position
+        if i is not None and j is not None:  # the common case: two named bodies
+            reach = float(view.radii[i] + view.radii[j])
+            c = math.dist(pos[f, i].tolist(), pos[f, j].tolist())
+            return inverse_log(max(0.0, c / reach - 1.0)) if reach > 0 and c == c else 0.0
+        n = view.trace.num_bodies
+        ia = np.arange(n) if i is None else np.array([i])
+        ib = np.arange(n) if j is None else np.array([j])
+        c = np.linalg.norm(pos[f][ia][:, None, :] - pos[f][ib][None, :, :], axis=-1)
         reach = view.radii[ia][:, None] + view.radii[ib][None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(reach > 0, c / np.where(reach > 0, reach, 1.0), np.inf)
         ratio[ia[:, None] == ib[None, :]] = np.inf
-        ratio = ratio[np.isfinite(ratio)] if np.isfinite(ratio).any() else np.array([np.inf])
-        return inverse_log(max(0.0, float(ratio.min()) - 1.0))
+        finite = ratio[np.isfinite(ratio)]
+        return inverse_log(max(0.0, float(finite.min()) - 1.0)) if finite.size else 0.0
 
     def detail(self, ctx):
-        s, f = self._frame(ctx)
-        frames = np.flatnonzero(s)
+        f = self._frame(ctx)
+        s = self.series(ctx)
         src = "trace contacts" if ctx.view is not None else "collision events"
-        state = "touching" if len(s) and s[f] else "not touching"
-        return (f"{state} at frame {f} (t={self.t:g}); touching at {len(frames)} frames in all "
+        state = "touching" if self._touching_at(ctx, f) else "not touching"
+        return (f"{state} at frame {f} (t={self.t:g}); touching at {int(np.count_nonzero(s))} frames in all "
                 f"(from {src})")
 
 
 def _pair(params: dict) -> tuple:
+    """Unordered, normalised body pair of collision params."""
     a, b = params.get("object_a", ""), params.get("object_b", "")
     a = normalize_text(a) if isinstance(a, str) else str(a)
     b = normalize_text(b) if isinstance(b, str) else str(b)

@@ -2,14 +2,13 @@
 (their docstrings, signatures, score rules and examples) so that the text
 an LLM is prompted with always describes the code that runs.
 
-``python -m simpatterns.dsl.reference`` prints it; ``--predicates`` prints
-only the per-predicate section (the one ``docs/dsl.md`` embeds).
+``python -m simpatterns.dsl`` prints it; ``--predicates`` prints only the
+per-predicate section (the one ``docs/dsl.md`` embeds).
 """
 
 from __future__ import annotations
 
 import inspect
-import sys
 
 from simpatterns.dsl import matching, runtime
 from simpatterns.dsl.checker import KIND_SHORT, signature_text
@@ -34,8 +33,8 @@ def _section(doc: str) -> str:
     return parts[1].strip() if len(parts) > 1 else parts[0]
 
 
-def predicate_entry(cls: type[Node]) -> str:
-    lines = [f"### {signature_text(cls)}", "", " ".join(_doc(cls).split()), ""]
+def predicate_entry(cls: type[Node], level: int = 3) -> str:
+    lines = [f"{'#' * level} {signature_text(cls)}", "", " ".join(_doc(cls).split()), ""]
     if cls.VARIADIC is not None:
         lines.append(f"- operands: {KIND_SHORT[cls.VARIADIC.kind]} each, at least one")
     for a in cls.SIGNATURE:
@@ -49,13 +48,15 @@ def predicate_entry(cls: type[Node]) -> str:
     return "\n".join(lines)
 
 
-def predicate_reference() -> str:
+def predicate_reference(level: int = 2) -> str:
+    """Every predicate (signature, meaning, arguments, score rules, examples),
+    grouped under headings of the given markdown level."""
     out = []
     for title, names in GROUPS:
-        out.append(f"## {title}\n")
+        out.append(f"{'#' * level} {title}\n")
         for n in names:
-            out.append(predicate_entry(PREDICATES[n]) + "\n")
-    out.append("## Comparisons\n")
+            out.append(predicate_entry(PREDICATES[n], level + 1) + "\n")
+    out.append(f"{'#' * level} Comparisons\n")
     out.append(
         f"`COUNT(...) OP n` or `COUNT(...) OP COUNT(...)`, OP one of `== != < <= > >=`, n a whole number.\n\n"
         f"- score: {Comparison.SCORE}\n- under NOT: {Comparison.NOT_SCORE}\n"
@@ -109,13 +110,16 @@ Every node yields (success, score) with score in [0, 1] and score == 1
 exactly when it succeeds; a failing node scores at most {runtime.PARTIAL_MAX}.
 `inverse_log(x) = 1 / (1 + ln(1 + x))` shapes distances and count deviations.
 
+## Writing a program
+
+- One clause per condition of the goal, under one top-level AND: each clause
+  earns its own partial credit.
+- Use only the library's pattern labels with their param keys, and the
+  scene's body names; a wildcard such as "object X" stands for any body.
+- "X never happens" is NEVER(...); "Y after X" is AFTER(X, Y); "X before Y
+  ever happens" is BEFORE(X, Y); "at the end" is t=1.0; "within the first
+  20%" is window=(0, 0.2); "exactly once" is COUNT(...) == 1.
+- Prefer dense clauses where the goal allows: NEARBY_AT for places, COUNT
+  comparisons for numbers of events.
+
 {predicate_reference()}"""
-
-
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    sys.stdout.write(predicate_reference() if "--predicates" in argv else reference_text())
-
-
-if __name__ == "__main__":
-    main()

@@ -2,10 +2,12 @@
 pattern and params, rollout-fraction windows, and the trace's bodies,
 positions and contacts. One `EvalContext` per evaluated (annotation, trace).
 
-Time: frame ``f`` of a rollout with ``T`` frames is at fraction ``f / (T -
+Frame ``f`` of a rollout with ``T`` frames is at fraction ``f / (T -
 1)``; ``t=1.0`` is the last frame and ``t`` maps to ``round(t * (T - 1))``.
 A window ``(start, end)`` holds the frames whose fraction lies in
-``[start, end]`` (both ends included).
+``[start, end]`` (both ends included). A narrow window on a short rollout
+may hold no frame: events and counts then see nothing, and ALWAYS / NEVER
+hold vacuously.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class TraceView:
     """Per-trace lookups shared by all evaluations of that trace (cached by the
     compiled program): normalised body names and the default NEARBY_AT radius."""
 
-    __slots__ = ("trace", "index", "names", "radius", "_radii")
+    __slots__ = ("trace", "index", "names", "radius", "_radii", "_bodies", "_contacts")
 
     def __init__(self, trace: "Trace"):
         self.trace = trace
@@ -78,6 +80,26 @@ class TraceView:
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
         self._radii: np.ndarray | None = None
+        self._bodies: dict[str, int] = {}
+        self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Contact columns (frame, a, b) in frame order: the trace's own arrays
+        when already sorted (simulators write them so), else a sorted copy."""
+        if self._contacts is None:
+            tr = self.trace
+            cf = tr.contact_frame
+            if cf.size < 2 or bool(np.all(cf[1:] >= cf[:-1])):
+                self._contacts = (cf, tr.contact_a, tr.contact_b)
+            else:
+                order = np.argsort(cf, kind="stable")
+                self._contacts = (cf[order], tr.contact_a[order], tr.contact_b[order])
+        return self._contacts
+
+    def rows_at(self, frame: int) -> tuple[int, int]:
+        """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
+        cf = self.contacts()[0]
+        return int(np.searchsorted(cf, frame, "left")), int(np.searchsorted(cf, frame, "right"))
 
     @property
     def radii(self) -> np.ndarray:
@@ -87,6 +109,9 @@ class TraceView:
         return self._radii
 
     def body(self, name: str, where: Where) -> int:
+        i = self._bodies.get(name)
+        if i is not None:
+            return i
         i = self.index.get(normalize_text(name))
         if i is None:
             raise where.error(
@@ -94,6 +119,7 @@ class TraceView:
                 suggestions=[f'"{s}"' for s in close_matches(name, self.names)],
                 hint=f"bodies are {', '.join(self.names)}",
             )
+        self._bodies[name] = i
         return i
 
     def frame(self, t: float) -> int:
@@ -141,15 +167,12 @@ class EvalContext:
 
     def frames(self, label: str, matcher, where: Where) -> list[int]:
         """Frames (one per matching event, sorted) of ``label`` events whose
-        params satisfy ``matcher``."""
+        params satisfy ``matcher``; memoised per (label, params)."""
         key = (label, matcher.key)
         out = self.memo.get(key)
         if out is None:
             evs = self.events(label, where)
-            if matcher.empty:
-                out = [e.frame for e in evs]
-            else:
-                out = [e.frame for e in evs if matcher(e.params)]
+            out = [e.frame for e in evs] if matcher.empty else [e.frame for e in evs if matcher(e.params)]
             self.memo[key] = out
         return out
 

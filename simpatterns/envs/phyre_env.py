@@ -9,6 +9,7 @@ the whole rollout and ends the episode (``terminated=True``). Registered as
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,6 +35,7 @@ from simpatterns.simulators.phyre import (
 from simpatterns.trace import Trace
 
 REWARD_MODES = ("sparse", "program")
+INITIAL_CACHE = 64  # tasks whose initial scene, state and observation are kept (LRU)
 RENDER_MODES = ["rgb_array", "rgb_array_list", "ansi"]
 
 
@@ -175,6 +177,10 @@ class PhyreOneBallEnv(gym.Env):
             raise ValueError(f"action_bins must be a positive integer, got {action_bins!r}")
         if max_steps < 1 or stride < 1 or render_stride < 1:
             raise ValueError("max_steps, stride and render_stride must be >= 1")
+        if semantic_size < 8 or max_objects < 2:
+            raise ValueError(f"semantic_size must be >= 8 and max_objects >= 2, got {semantic_size}, {max_objects}")
+        if success_fn is not None and reward_mode != "sparse":
+            raise ValueError("success_fn is the sparse reward's test; with reward_mode='program' the program decides")
         if variant is not None and template is None:
             raise ValueError("variant given without template")
         given = [k for k, v in (("scene", scene), ("template", template), ("tasks", tasks)) if v is not None]
@@ -220,7 +226,7 @@ class PhyreOneBallEnv(gym.Env):
             spaces.Box(0.0, 1.0, (3,), np.float32) if self.action_bins is None else spaces.Discrete(self.action_bins**3)
         )
 
-        self._initial: dict[tuple[Any, int], tuple[Trace, Any, Task]] = {}
+        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, Task]] = OrderedDict()
         self._checked_bodies: set[tuple[str, int]] = set()
         self.task: Task | None = None
         self.scene: Scene | None = None
@@ -246,17 +252,23 @@ class PhyreOneBallEnv(gym.Env):
             return semantic_grid(trace, frame, self.semantic_size)
         return object_features(trace, frame, self.max_objects)
 
-    def _initial_state(self, task: Task) -> tuple[Trace, np.ndarray]:
-        """The scene before the action: a zero-step rollout without the red ball, cached."""
+    def _initial_state(self, task: Task) -> tuple[Scene, Trace, np.ndarray]:
+        """The scene and its state before the action (a zero-step rollout without
+        the red ball) with its observation; cached per task (scenes are not mutated)."""
         key = task.key if task.scene is None else ("scene", id(task.scene))
         cached = self._initial.get(key)
-        if cached is None:
-            trace = simulate(task.build(), None, max_steps=0).trace
+        if cached is not None:
+            self._initial.move_to_end(key)
+        else:
+            scene = task.build()
+            trace = simulate(scene, None, max_steps=0).trace
             assert trace is not None
             # the task is kept so a purpose-built scene's id cannot be reused while cached
-            cached = (trace, self._observe(trace, 0), task)
+            cached = (scene, trace, self._observe(trace, 0), task)
             self._initial[key] = cached
-        return cached[0], cached[1]
+            if len(self._initial) > INITIAL_CACHE:
+                self._initial.popitem(last=False)
+        return cached[0], cached[1], cached[2]
 
     def _continuous_action(self, action: Any) -> tuple[np.ndarray | None, str | None]:
         """(x, y, r) floats, or None and why the action is invalid. Raises on malformed actions."""
@@ -299,8 +311,7 @@ class PhyreOneBallEnv(gym.Env):
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.task = task
-        self.initial_trace, obs = self._initial_state(task)
-        self.scene = task.build()
+        self.scene, self.initial_trace, obs = self._initial_state(task)
         if self.program is not None and task.key not in self._checked_bodies:
             self.program.check_bodies(self.initial_trace.names + ["red ball"], f"scene {task.template}:{task.variant}")
             self._checked_bodies.add(task.key)
@@ -330,7 +341,7 @@ class PhyreOneBallEnv(gym.Env):
             "invalid_reason": reason or "",
         }
         if trace is None:
-            obs = self._initial_state(self.task)[1].copy()
+            obs = self._initial_state(self.task)[2].copy()
             result = self.program.zero() if self.program is not None else RewardResult(0.0, False, 0.0)
             info.update(task_success=False, num_frames=0)
             if self.annotate:

@@ -103,14 +103,25 @@ class ProgramReward:
     def __init__(self, program: Any, reward: str = "score", library: PatternLibrary | None = None):
         if reward not in REWARD_KINDS:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
-        self.library = library if library is not None else builtin_library()
-        self.program = load_program(program, self.library)
         self.reward = reward
+        self._library = library
+        self.program = load_program(program, None)
         labels = program_patterns(self.program)
-        if labels is None:
-            self.needed: PatternLibrary = self.library
-        else:
-            self.needed = self.library.subset(sorted(labels)) if labels else PatternLibrary()
+        if labels == set():  # positions and contacts only: no detector runs, no library needed
+            self.needed = PatternLibrary()
+            return
+        from simpatterns.dsl import DSLErrors, check
+
+        errors = check(self.program.program, self.library)  # pattern names and param keys
+        if errors:
+            raise DSLErrors(errors)
+        self.needed = self.library if labels is None else self.library.subset(sorted(labels))
+
+    @property
+    def library(self) -> PatternLibrary:
+        if self._library is None:
+            self._library = builtin_library()
+        return self._library
 
     @property
     def clauses(self) -> list[str]:

@@ -115,3 +115,26 @@ def named_scene(name: str) -> Scene:
     if name not in SCENES:
         raise KeyError(f"unknown scene {name!r}; named scenes are {sorted(SCENES)}")
     return SCENES[name]()
+
+
+def task_program_text(scene: Scene) -> str:
+    """A dense reward program for a template's own goal ("make A touch B").
+
+    The first clause scores how close A ever comes to B (its radius, the sum
+    of the two bodies' bounding radii, is met whenever they touch); the
+    second asks for them to touch at the end. PHYRE's success (touching for
+    3 s) ends the rollout, so a solved rollout always succeeds here.
+    """
+    if scene.goal is None:
+        raise ValueError(f"scene {scene.template or '?'} has no goal pair")
+    bodies = scene.trace_bodies()  # parts about the centre of mass, where traces put positions
+    a, b = (bodies[i] for i in scene.goal)
+    ra, rb = a.bounding_radius, b.bounding_radius
+    return (
+        f"# the template's goal: make the {a.name} touch the {b.name}\n"
+        "AND(\n"
+        f'    NEARBY_AT("{a.name}", target="{b.name}", window=(0, 1), radius={ra + rb:.1f}),\n'
+        f'    TOUCHING("{a.name}", "{b.name}", t=1.0),\n'
+        ")\n"
+    )
+

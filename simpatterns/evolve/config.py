@@ -57,6 +57,7 @@ class EvolveConfig:
     llm_max_tokens: int = 2048
     self_discovery: int = 0  # labels the LLM may propose after the guided ones (0: off)
     trace_distance_cache: bool = True  # cache the N x N trace distances in the run directory
+    gate: bool = True  # the AST gate in front of the sandbox; false only to test the sandbox alone
     fitness: FitnessConfig = field(default_factory=FitnessConfig)
     database: DatabaseConfig = field(default_factory=DatabaseConfig)
     sandbox: SandboxLimits = field(default_factory=SandboxLimits)

@@ -35,10 +35,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -55,7 +56,7 @@ from simpatterns.evolve.gate import check_candidate, count_lines
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt, skeleton, trace_api
 from simpatterns.evolve.proposers import OfflineProposer, Proposal
 from simpatterns.evolve.reasons import Reason, Rejected
-from simpatterns.evolve.runlog import RunLog, RunLogError
+from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
 from simpatterns.evolve.sandbox import Sandbox
 from simpatterns.trace import Trace
 
@@ -286,6 +287,8 @@ class DiscoveryJob:
         self.traces_id = traces_id or dist.dataset_hash(self.traces)
         self.state = JobState(self.config.seed, list(labels))
         self.sandbox: Sandbox | None = None
+        self.sandbox_root: str | None = None
+        self.sandbox_pids: set[int] = set()
         self.lib: LibraryState | None = None
         self._fitness: FitnessContext | None = None
         self._fitness_label: str | None = None
@@ -302,6 +305,11 @@ class DiscoveryJob:
     async def arun(self) -> PatternLibrary:
         base_times = self._start_or_resume()
         self.sandbox = self.sandbox_factory(self.traces, workers=self.config.workers, limits=self.config.sandbox)
+        self.sandbox_root = self.sandbox.root
+        self.log.dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.log.dir / "session.json", {  # which processes belong to this run, for operators
+            "pid": os.getpid(), "sandbox_root": self.sandbox.root, "servers": self.sandbox.server_pids,
+            "isolation": self.sandbox.info, "started": time.time()})
         executor = ThreadPoolExecutor(max_workers=max(1, self.config.workers), thread_name_prefix="evaluator")
         try:
             self._build_library(base_times)
@@ -314,6 +322,7 @@ class DiscoveryJob:
         finally:
             executor.shutdown(wait=True)
             self.sandbox.close()
+            self.sandbox_pids = self.sandbox.pids_seen
             self.sandbox = None
         assert self.lib is not None
         return self.lib.library
@@ -397,10 +406,11 @@ class DiscoveryJob:
             self.log.write_job(self._job_record(base_times))
         times = {k: float(base_times.get(k, measured[k])) for k in lib.order()}
         self.lib = LibraryState(lib, events, times)
-        for rec in self.state.done:  # accepted in an earlier session of this job
+        self._push_dependencies()
+        for rec in self.state.done:  # accepted in an earlier session of this job: events from the sandbox
             if rec.get("accepted"):
                 self._add_to_library(rec, rerun=True)
-        self._push_dependencies()
+                self._push_dependencies()
         if any(rec.get("accepted") for rec in self.state.done):
             self.lib.library.save(self.library_out)
 
@@ -616,7 +626,7 @@ class DiscoveryJob:
         available = list(ctx.patterns)
         allowed = available if spec.depends is None else [d for d in spec.depends if d in available]
         try:
-            info = check_candidate(source, spec.label, allowed, max_lines=2000)
+            info = check_candidate(source, spec.label, allowed, max_lines=2000, safety=self.config.gate)
         except Rejected as exc:
             return Outcome(reason=exc.reason, lines=count_lines(source), wall_s=time.perf_counter() - t0)
         res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
@@ -698,7 +708,10 @@ def _relabel(source: str, spec: LabelSpec) -> str:
     """A seed program under the label's PATTERN and DESCRIPTION (other constants kept)."""
     import ast
 
-    tree = ast.parse(source)
+    from simpatterns.evolve.gate import AST_LOCK
+
+    with AST_LOCK:
+        tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     for node in sorted(tree.body, key=lambda n: n.lineno, reverse=True):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -11,6 +11,7 @@ bypassed and contains the candidate on its own.
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 
 from simpatterns.detectors.contract import ALLOWED_IMPORTS, DetectorError, declared_names, normalize_label
@@ -31,6 +32,11 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     "dump", "dumps",
 })
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
+
+# CPython 3.11 up to 3.11.8 can fail with "SystemError: AST constructor recursion depth
+# mismatch" when two threads build ASTs at once (gh-106905); evaluator threads and the
+# proposer parse concurrently, so every parse in the evolver holds this lock.
+AST_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,21 @@ def check_candidate(
     available: list[str] | None = None,
     max_lines: int = 1000,
     max_chars: int = 200_000,
+    safety: bool = True,
 ) -> CandidateInfo:
     """Raise `Rejected` with a reason code, or return the candidate's declared names.
 
     ``label``: the pattern being evolved (PATTERN must match). ``available``:
-    labels the candidate may list in DEPENDS (None: any).
+    labels the candidate may list in DEPENDS (None: any). ``safety=False``
+    skips the import/name/attribute filter and keeps only the contract checks:
+    for testing that the sandbox holds on its own.
     """
+    with AST_LOCK:
+        return _check(source, label, available, max_lines, max_chars, safety)
+
+
+def _check(source: str, label: str | None, available: list[str] | None, max_lines: int, max_chars: int,
+           safety: bool) -> CandidateInfo:
     if len(source) > max_chars:
         raise Rejected(R.TOO_LONG, f"{len(source)} characters, limit {max_chars}")
     nlines = count_lines(source)
@@ -72,7 +87,8 @@ def check_candidate(
         raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
-    _walk(tree)
+    if safety:
+        _walk(tree)
     try:
         values = declared_names(source, "<candidate>")
     except DetectorError as exc:

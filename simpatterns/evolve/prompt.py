@@ -97,17 +97,22 @@ def trace_api() -> str:
         if name.startswith("_") or name in {"save", "load", "from_bytes", "header", "validate", "equals"}:
             continue
         if isinstance(member, property):
-            first = (inspect.getdoc(member) or "").split("\n")[0]
-            lines.append(f"- trace.{name}: {first}")
+            doc = _first_paragraph(member)
+            lines.append(f"- trace.{name}" + (f": {doc}" if doc else ""))
         elif inspect.isfunction(member):
             try:
                 sig = str(inspect.signature(member)).replace("self, ", "").replace("(self)", "()")
             except (TypeError, ValueError):
                 sig = "(...)"
             sig = re.sub(r" -> .*$", "", sig)
-            first = (inspect.getdoc(member) or "").split("\n")[0]
-            lines.append(f"- trace.{name}{sig}: {first}")
+            doc = _first_paragraph(member)
+            lines.append(f"- trace.{name}{sig}" + (f": {doc}" if doc else ""))
     return "\n".join(lines)
+
+
+def _first_paragraph(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 # --------------------------------------------------------------- rendering
@@ -160,7 +165,15 @@ def skeleton(spec: LabelSpec) -> str:
     )
 
 
-def build_prompt(
+def build_prompt(*args: Any, **kwargs: Any) -> Prompt:
+    """See `_build_prompt` (parsing holds the evolver's AST lock)."""
+    from simpatterns.evolve.gate import AST_LOCK
+
+    with AST_LOCK:
+        return _build_prompt(*args, **kwargs)
+
+
+def _build_prompt(
     spec: LabelSpec,
     versions: Sequence[Version],
     island: int,
@@ -246,6 +259,14 @@ def extract_code(text: str) -> str:
 
 
 def assemble(text: str, prompt: Prompt, spec: LabelSpec) -> str:
+    """See `_assemble` (parsing holds the evolver's AST lock)."""
+    from simpatterns.evolve.gate import AST_LOCK
+
+    with AST_LOCK:
+        return _assemble(text, prompt, spec)
+
+
+def _assemble(text: str, prompt: Prompt, spec: LabelSpec) -> str:
     """Turn an LLM answer into a full detector module for ``spec``.
 
     Accepts a complete module defining ``detect_v{prompt.version}`` (renamed to

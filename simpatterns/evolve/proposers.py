@@ -60,7 +60,10 @@ class OfflineProposer:
         self.flip_probability = flip_probability
 
     async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
-        return self.propose_sync(versions, seed)
+        from simpatterns.evolve.gate import AST_LOCK
+
+        with AST_LOCK:
+            return self.propose_sync(versions, seed)
 
     def propose_sync(self, versions: Sequence[Version], seed: int) -> Proposal:
         rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ each island against the sample index (and the acceptance baseline), and
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -115,6 +115,7 @@ class SandboxWorker:
         self.info: dict[str, Any] = {}
         self.last_child: int | None = None
         self.restarts = 0
+        self.pids_seen: set[int] = set()  # every process this worker started: servers and children
         self._stderr_path = os.path.join(root, f"server-{index}.log")
 
     # ------------------------------------------------------------ lifecycle
@@ -137,6 +138,7 @@ class SandboxWorker:
             )
         finally:
             stderr.close()
+        self.pids_seen.add(self.proc.pid)
         msg = self._recv(time.monotonic() + timeout_s)
         if msg.get("op") != "ready":
             raise SandboxError(f"fork server {self.index} sent {msg!r} instead of 'ready'")
@@ -148,6 +150,13 @@ class SandboxWorker:
             return
         try:
             if proc.poll() is None and proc.stdin is not None:
+                self.proc = proc
+                try:
+                    spare = self.call({"op": "ping"}, timeout_s=5).get("spare")
+                    if spare:
+                        self.pids_seen.add(int(spare))
+                finally:
+                    self.proc = None
                 self._send_raw(proc, {"op": "quit"})
                 proc.wait(timeout=2)
         except (OSError, subprocess.TimeoutExpired, BrokenPipeError):
@@ -236,6 +245,7 @@ class SandboxWorker:
             msg = self._recv(deadline)
             if msg.get("op") == "started":
                 self.last_child = int(msg["pid"])
+                self.pids_seen.add(self.last_child)
                 continue
             if msg.get("op") == "result":
                 return msg
@@ -275,6 +285,16 @@ class Sandbox:
     @property
     def info(self) -> dict[str, Any]:
         return dict(self._workers[0].info)
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.proc is not None]
+
+    @property
+    def pids_seen(self) -> set[int]:
+        """Every process the sandbox started (servers, candidate children, spares);
+        after `close` none of them is alive."""
+        return set().union(*(w.pids_seen for w in self._workers))
 
     def _boot(self, w: SandboxWorker) -> None:
         if w.proc is None:

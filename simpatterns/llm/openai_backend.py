@@ -216,9 +216,14 @@ class OpenAIBackend(Backend):
             )
         texts: list[str] = []
         reasons: list[str] = []
-        for c in sorted(choices, key=lambda c: getattr(c, "index", 0) or 0):
+        for c in sorted(choices, key=lambda c: getattr(c, "index", None) or 0):
             message = getattr(c, "message", None)
-            content = getattr(message, "content", None) if message is not None else None
+            if message is None or not hasattr(message, "content"):
+                raise LLMBackendError(
+                    f"malformed response from {self.base_url}: a choice without a message: {str(c)[:200]!r}",
+                    kind="malformed",
+                )
+            content = message.content
             if content is not None and not isinstance(content, str):
                 raise LLMBackendError(
                     f"malformed response from {self.base_url}: message content is {type(content).__name__}",

@@ -105,7 +105,8 @@ def optimize(
                   f"({'sparse 0/1' if reward != 'score' else 'dense score'}), budget {budget}, seed {seed}")
     progress = Progress(TextColumn(method), BarColumn(), MofNCompleteColumn(), TextColumn("best {task.fields[best]}"),
                         TimeElapsedColumn(), console=console)
-    with progress, RolloutPool(objective, workers) as pool:
+    parallel = method == "random" or batch_size > 1  # annealing one proposal at a time has nothing to share
+    with progress, RolloutPool(objective, workers if parallel else 1) as pool:
         task = progress.add_task(method, total=budget, best="-")
 
         def on_progress(done: int, total: int, best: float) -> None:

@@ -80,9 +80,9 @@ class Objective:
             return None
         if self._runtime is None:
             from simpatterns.detectors.library import PatternLibrary
-            from simpatterns.envs.reward import ProgramReward, builtin_library
+            from simpatterns.envs.reward import ProgramReward
 
-            lib = builtin_library() if self.library is None else PatternLibrary.from_spec(self.library)
+            lib = None if self.library is None else PatternLibrary.from_spec(self.library)  # None: built-in, if needed
             pr = ProgramReward(self.program, "success" if self.reward == "success" else "score", lib)
             names = [b.name or b.kind for b in self.scene.bodies] + ["red ball"]
             pr.check_bodies(names, f"scene {self.scene.template or '?'}")

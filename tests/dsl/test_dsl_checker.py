@@ -23,13 +23,13 @@ def test_paper_program_against_a_library_without_its_labels():
     errors = check(parse(text, "paper.rwd"), SIGNATURES, BODIES)
     assert [e.code for e in errors] == ["unknown-pattern"] * 3
     lever, lever_, collision = errors
-    assert (lever.line, lever.column) == (6, 7) and "lever launch" in lever.message
-    assert (lever_.line, lever_.column) == (8, 7)
-    assert (collision.line, collision.column) == (8, 23)
+    assert (lever.line, lever.column) == (7, 7) and "lever launch" in lever.message
+    assert (lever_.line, lever_.column) == (9, 7)
+    assert (collision.line, collision.column) == (9, 23)
     assert '"collision start"' in collision.suggestions
     # the library's descriptions are not in a plain mapping, so "lever" finds no synonym
     # here; with a PatternLibrary it would (see test_suggestions_by_description)
-    assert "paper.rwd:8:23" in str(collision) and "^~~~~~~~~~~" in collision.snippet
+    assert "paper.rwd:9:23" in str(collision) and "^~~~~~~~~~~" in collision.snippet
     assert "known patterns:" in collision.hint
 
 
@@ -144,7 +144,7 @@ def test_check_returns_syntax_errors_for_text():
 
 
 def test_examples_check_against_their_signatures():
-    bodies = list(BODIES) + ["gray jar 1", "gray jar 2", "gray jar 3"]
+    bodies = list(BODIES) + ["black jar 1", "black jar 2", "black jar 3"]
     sig = dict(SIGNATURES, **{"grid cell path": ["object", "path", "directions"]})
     for path in sorted((ROOT / "examples/goals").glob("*.rwd")):
         if path.name == "paper_verbatim.rwd":
@@ -159,7 +159,7 @@ def test_examples_check_against_the_builtin_library():
         lib = library.PatternLibrary.builtin()
     except Exception as exc:  # the library is another module's: report, do not mask
         pytest.skip(f"built-in library unavailable: {exc}")
-    bodies = list(BODIES) + ["gray jar 1", "gray jar 2", "gray jar 3"]
+    bodies = list(BODIES) + ["black jar 1", "black jar 2", "black jar 3"]
     for path in sorted((ROOT / "examples/goals").glob("*.rwd")):
         errors = check(parse(path.read_text(), str(path)), lib, bodies)
         if path.name == "paper_verbatim.rwd":

@@ -295,3 +295,16 @@ def test_unnormalised_annotation_labels_are_found():
     ann = annotation([PatternEvent("Collision_Start", 3, {"object_a": "x", "object_b": "y"})],
                      patterns=["Collision_Start"])
     assert ok('EVENT("collision start")', ann)
+
+
+def test_touching_reads_contacts_in_any_row_order():
+    contacts = [(f, "green ball", "blue ball") for f in range(40, 101)] + [(f, "red ball", "blue ball") for f in (3, 99)]
+    tr = make_trace({"green ball": (0.0, 0.0), "blue ball": (10.0, 0.0), "red ball": (40.0, 0.0)}, contacts=contacts)
+    order = np.random.default_rng(0).permutation(tr.num_contacts)
+    for name in ("contact_frame", "contact_a", "contact_b"):
+        setattr(tr, name, getattr(tr, name)[order])
+    ann = annotation([])
+    assert ok('TOUCHING("green ball", "blue ball", t=0.4)', ann, tr)
+    assert not ok('TOUCHING("green ball", "blue ball", t=0.39)', ann, tr)
+    assert ok('TOUCHING("red ball", "*", t=0.03)', ann, tr)
+    assert run('ALWAYS(TOUCHING("blue ball", "*"), window=(0.4, 1))', ann, tr).success

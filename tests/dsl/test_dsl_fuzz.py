@@ -140,3 +140,29 @@ def test_fuzz_ten_thousand_programs():
     # the mix exercises every stage, not only the parser
     assert outcomes.get("ok", 0) >= 1000 and outcomes.get("syntax", 0) >= 3000, outcomes
     assert outcomes.get("check", 0) + outcomes.get("checked-errors", 0) >= 100, outcomes
+
+
+def test_fast_lexer_parses_exactly_like_larks_lexer():
+    """`parse` tokenises with a fast single-regex lexer and falls back to Lark's
+    contextual lexer on failure; on valid and broken inputs alike the two
+    must accept the same texts and build the same trees."""
+    from lark.exceptions import UnexpectedInput
+
+    from simpatterns.dsl.parser import _fast_parser, _LexFailed, _parser
+
+    def outcome(parser, text):
+        try:
+            return parser().parse(text)
+        except (UnexpectedInput, _LexFailed):
+            return "error"
+        except Exception as exc:  # transformer errors (bad numbers) are the same on both paths
+            return type(exc).__name__
+
+    agree = 0
+    for n, (_, text) in enumerate(inputs(seed=77)):
+        if n >= 1500:
+            break
+        fast, ref = outcome(_fast_parser, text), outcome(_parser, text)
+        assert fast == ref, text
+        agree += fast != "error"
+    assert agree > 250

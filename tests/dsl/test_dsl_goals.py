@@ -13,7 +13,7 @@ import pytest
 
 from dsl_builders import annotation, collide, make_trace, separate
 from simpatterns.annotate.annotation import PatternEvent
-from simpatterns.dsl import RewardProgram
+from simpatterns.dsl import RewardProgram, parse
 
 GOALS = Path(__file__).resolve().parents[2] / "examples" / "goals"
 
@@ -124,8 +124,8 @@ def test_paper_example_adapted_to_the_library():
     T = 101
     into_jar = np.stack([np.linspace(20, 128, T), np.linspace(200, 24, T)], axis=1)
     elsewhere = np.stack([np.linspace(20, 40, T), np.linspace(200, 10, T)], axis=1)
-    in_jar = make_trace({G: into_jar, "gray jar 2": jar}, num_frames=T)
-    missed = make_trace({G: elsewhere, "gray jar 2": jar}, num_frames=T)
+    in_jar = make_trace({G: into_jar, "black jar 2": jar}, num_frames=T)
+    missed = make_trace({G: elsewhere, "black jar 2": jar}, num_frames=T)
 
     r = prog.evaluate(annotation([launch, hit, path], T), in_jar)
     assert r.success and r.score == 1.0
@@ -136,49 +136,83 @@ def test_paper_example_adapted_to_the_library():
 
 
 # ------------------------------------------------------------------ buckets
-def _jar_scene(ball_x: float):
+# A drop version of the three-bucket scene (simpatterns.envs.scenes.three_buckets):
+# the same static jars; the green ball falls from above a chosen x, and a fixed red
+# ball sits either beside the green ball's start (within the programs' 40 px reach)
+# or far away in a corner.
+def _drop(ball_x: float, red_near: bool):
     phyre = pytest.importorskip("simpatterns.simulators.phyre")
     b = phyre.SceneBuilder()
-    for x in (50, 128, 206):
-        b.add("jar", scale=0.2, dynamic=True, center_x=x, bottom=0).color = "gray"
-    b.add_ball(6, dynamic=True, center_x=ball_x, bottom=200).color = "green"
-    return phyre.simulate(b.build(require_goal=False), None, max_steps=300).trace
+    for x in (140.0, 172.0, 204.0):
+        b.add("jar", scale=0.12, dynamic=False, center_x=x, bottom=0).color = "black"
+    b.add_ball(5.5, dynamic=True, center_x=ball_x, bottom=120).color = "green"
+    rx, ry = (ball_x + 20, 120) if red_near else (20, 230)
+    b.add_ball(5.5, dynamic=False, center_x=rx, bottom=ry).color = "red"
+    return phyre.simulate(b.build(require_goal=False), None, max_steps=400).trace
 
 
 @pytest.fixture(scope="module")
-def jar_traces():
-    # dropped over each jar: lands inside it; dropped at x=108: rests on the rim of jar 2
-    return {name: _jar_scene(x) for name, x in (("in1", 50), ("in2", 128), ("in3", 206), ("rim2", 108))}
+def drops():
+    # over a jar: lands inside it; at x=156: comes to rest on the rims of jars 1 and 2
+    return {"in1": _drop(140, True), "in2": _drop(172, True), "in3": _drop(204, True),
+            "rims12": _drop(156, True), "in1_red_far": _drop(140, False)}
 
 
-def test_bucket_scene_names_jars_left_to_right(jar_traces):
-    tr = jar_traces["in1"]
-    xs = [tr.position[0, tr.body_index(f"gray jar {k}"), 0] for k in (1, 2, 3)]
+def test_bucket_programs_match_the_experiment_scene():
+    scenes = pytest.importorskip("simpatterns.envs.scenes")
+    for k, word in ((1, "first"), (2, "second"), (3, "third")):
+        assert parse((GOALS / f"bucket_{word}.rwd").read_text()) == parse(scenes.bucket_program_text(k))
+    names = [b.name for b in scenes.three_buckets().bodies]
+    assert {"black jar 1", "black jar 2", "black jar 3", "green ball"} <= set(names)
+
+
+def test_drop_scene_names_jars_left_to_right(drops):
+    tr = drops["in1"]
+    xs = [tr.position[0, tr.body_index(f"black jar {k}"), 0] for k in (1, 2, 3)]
     assert xs == sorted(xs)
 
 
 @pytest.mark.parametrize("k, word", [(1, "first"), (2, "second"), (3, "third")])
-def test_bucket_goals_on_simulated_drops(jar_traces, k, word):
+def test_bucket_goals_on_simulated_drops(drops, k, word):
     prog = RewardProgram.load(GOALS / f"bucket_{word}.rwd")
+    scores = {}
     for j in (1, 2, 3):
-        tr = jar_traces[f"in{j}"]
+        tr = drops[f"in{j}"]
         r = prog.evaluate(annotation([], tr.num_frames), tr, explain=True)
+        scores[j] = r.score
         if j == k:
             assert r.success and r.score == 1.0, r.explain_text()
-        else:
-            assert not any(c.success for c in r.clauses), r.explain_text()
-            assert 0 < r.score < 0.5
-    # farther jars score lower: the dense part of the reward points the right way
-    far = {j: prog.evaluate(annotation([], 301), jar_traces[f"in{j}"]).score for j in (1, 2, 3) if j != k}
+        else:  # the red ball did reach the green ball; the ball is in another jar
+            assert [c.success for c in r.clauses] == [True, False, False], r.explain_text()
+    # the dense part points the right way: a nearer wrong jar scores higher than a farther one
     if k == 1:
-        assert far[2] > far[3]
+        assert scores[2] > scores[3]
     if k == 3:
-        assert far[2] > far[1]
+        assert scores[2] > scores[1]
 
 
-def test_bucket_second_on_the_rim_misses_one_clause(jar_traces):
+def test_bucket_second_misses_one_clause_on_the_rims(drops):
     prog = RewardProgram.load(GOALS / "bucket_second.rwd")
-    tr = jar_traces["rim2"]
+    tr = drops["rims12"]
     r = prog.evaluate(annotation([], tr.num_frames), tr, explain=True)
-    assert [c.success for c in r.clauses] == [False, True], r.explain_text()  # touching, but not inside
-    assert 0.5 < r.score < 1
+    # the ball touches jar 2's rim but does not sit inside it
+    assert [c.success for c in r.clauses] == [True, False, True], r.explain_text()
+    assert 0 < r.score < 1
+
+
+def test_bucket_second_fails_entirely(drops):
+    prog = RewardProgram.load(GOALS / "bucket_second.rwd")
+    tr = drops["in1_red_far"]
+    r = prog.evaluate(annotation([], tr.num_frames), tr, explain=True)
+    assert not any(c.success for c in r.clauses), r.explain_text()
+    assert 0 < r.score < 0.5
+
+
+def test_every_example_states_its_goal_in_quotes_first():
+    # the synthesizer's few-shot loader reads the first quoted sentence of the leading comment
+    import re
+
+    for path in GOALS.glob("*.rwd"):
+        header = " ".join(ln.lstrip("# ").strip() for ln in path.read_text().splitlines() if ln.startswith("#"))
+        first = re.search(r'"([^"]{8,})"', header)
+        assert first and " " in first.group(1) and first.group(1)[0].isupper(), path.name

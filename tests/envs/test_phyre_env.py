@@ -21,7 +21,7 @@ FAST = dict(template="00000", max_steps=240)  # 4 s rollouts keep the suite fast
 # one goal-touch of 00000's balls gives these patterns; the program mixes events and positions
 PROGRAM = """AND(
     EVENT("collision start", {"object_a": "green ball", "object_b": "ground"}),
-    NEARBY_AT("green ball", target="blue ball", t=1.0),
+    NEARBY_AT("green ball", target="blue ball", t=1.0, radius=30),
     TOUCHING("green ball", "blue ball", t=1.0),
 )"""
 

@@ -11,13 +11,13 @@ from simpatterns.detectors.library import PatternLibrary
 
 
 @pytest.fixture(scope="session")
-def traces() -> list:
-    return make_traces(24, seed=11)
+def many_traces() -> list:
+    return make_traces(40, seed=12)
 
 
 @pytest.fixture(scope="session")
-def many_traces() -> list:
-    return make_traces(40, seed=12)
+def traces(many_traces) -> list:
+    return many_traces[:24]
 
 
 @pytest.fixture(scope="session")

@@ -22,18 +22,27 @@ def make_traces(n: int, seed: int = 0, steps: int = 300) -> list:
     return out
 
 
-def nobody_processes() -> list[int]:
-    """Pids of live processes owned by 'nobody' (sandbox children when we are root)."""
+def alive(pids) -> list[int]:
+    """The pids of ``pids`` that still run (zombies count as gone)."""
+    out = []
+    for pid in pids:
+        try:
+            state = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if " Z " not in state + " ":
+            out.append(pid)
+    return out
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains ``text`` (a sandbox root names its servers and children)."""
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        uid_line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
-        state = next((ln for ln in status.splitlines() if ln.startswith("State:")), "")
-        if uid_line.split()[1:2] == ["65534"] and " Z " not in state + " ":
-            out.append(int(entry))
-    return out
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    out.append(int(entry))
+            except OSError:
+                continue
+    return alive(out)

@@ -64,5 +64,7 @@ CORPUS = [
 ]
 
 
-def program(label: str, body: str, marker: str) -> str:
-    return HEAD.format(label=label) + "\n\ndef detect(trace, events):\n" + body.replace("MARKER", marker) + "\n"
+def program(label: str, body: str, marker: str, name: str = "") -> str:
+    """A full detector module; ``name`` goes into a comment inside detect (it survives answer parsing)."""
+    tag = f"    # hostile: {name}\n" if name else ""
+    return HEAD.format(label=label) + "\n\ndef detect(trace, events):\n" + tag + body.replace("MARKER", marker) + "\n"

@@ -47,29 +47,33 @@ def test_penalty_shapes():
     assert time_penalty(1.26, 1.0, resolution=0.1) == pytest.approx(0.3)
 
 
-def _context(traces, annotated, builtin, label, cfg=None):
-    lib = builtin.copy()
-    lib.remove(label)
-    keep = lib.order()
-    events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in annotated] for k in keep}
-    times = {k: float(np.mean([a.timings[k] for a in annotated])) for k in keep}
+def _context(traces, annotated, library_labels, cfg=None):
+    events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in annotated] for k in library_labels}
+    times = {k: float(np.mean([a.timings[k] for a in annotated])) for k in library_labels}
     return FitnessContext(traces, events, times, cfg)
 
 
-@pytest.mark.parametrize("label", ["bounce", "collision start", "airborne", "global rest"])
+BASE = ["collision start", "collision end", "task complete"]  # Algorithm 1 starts from raw events
+
+
+@pytest.mark.parametrize("label", ["high energy impact", "brief tap", "airborne"])
 def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotated, builtin, label):
-    ctx = _context(many_traces, annotated, builtin, label)
+    """On 40 traces the correlation term is noisy (one random detector in ten can get lucky), so
+    the correct built-in detector must beat the typical random one: more than 80% of 20 detectors
+    that fire a random number of times at random frames, independent of the trace."""
+    ctx = _context(many_traces, annotated, BASE)
     correct = [[(e.frame, e.params) for e in a.by_pattern(label)] for a in annotated]
-    assert any(correct), f"{label} never fires on the test traces"
-    rng = np.random.default_rng(1)
-    # random: as many events as the correct detector, at random frames
-    rand = [[(int(f), {}) for f in rng.integers(0, t.num_frames, max(1, len(c)))] for t, c in
-            zip(many_traces, correct)]
-    lines = count_lines(builtin.get(label).source)
-    good = ctx.score(correct, None, lines)
-    bad = ctx.score(rand, None, RANDOM_SOURCE_LINES)
-    assert good.fitness > bad.fitness, (good, bad)
-    assert ctx.accepts(good) and not ctx.accepts(bad)
+    assert sum(1 for c in correct if c) >= 5, f"{label} hardly fires on the test traces"
+    good = ctx.score(correct, None, count_lines(builtin.get(label).source))
+    assert ctx.accepts(good), good
+    mean_count = np.mean([len(c) for c in correct])
+    random_fitness = []
+    for s in range(20):
+        rng = np.random.default_rng(s)
+        rand = [[(int(f), {}) for f in rng.integers(0, t.num_frames, rng.poisson(mean_count) + 1)]
+                for t in many_traces]
+        random_fitness.append(ctx.score(rand, None, RANDOM_SOURCE_LINES).fitness)
+    assert np.mean(np.array(random_fitness) < good.fitness) > 0.8, (good.fitness, sorted(random_fitness))
     never = ctx.score([[] for _ in many_traces], None, 5)
     always = ctx.score([[(f, {}) for f in range(t.num_frames)] for t in many_traces], None, 5)
     constant = ctx.score([[(3, {})] for _ in many_traces], None, 5)
@@ -79,7 +83,7 @@ def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotat
 
 
 def test_time_penalty_reaches_fitness(many_traces, annotated, builtin):
-    ctx = _context(many_traces, annotated, builtin, "bounce")
+    ctx = _context(many_traces, annotated, [k for k in builtin.order() if k != "bounce"])
     correct = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
     fast = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 0.5), 30)
     slow = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 3), 30)

@@ -1,6 +1,7 @@
 """The sandbox on its own: results, limits, and the hostile corpus with the AST gate bypassed."""
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.sandbox import Sandbox, SandboxLimits, scrubbed_env
 
-from evolve_fixtures import nobody_processes
+from evolve_fixtures import alive
 from evolve_hostile import CORPUS, program
 
 GOOD = '''import numpy as np
@@ -100,5 +101,17 @@ def test_hostile_corpus_without_the_gate(sandbox, tmp_path, monkeypatch):
             with pytest.raises(ProcessLookupError):
                 os.killpg(res.pid, 0)
     assert list(tmp_path.iterdir()) == []
-    # only the pre-forked spares (one per server) remain, blocked on their pipes
-    assert len(nobody_processes()) <= 2
+
+
+def test_close_leaves_no_process(traces):
+    sb = Sandbox(traces[:3], workers=2, limits=SandboxLimits(timeout_s=2, smoke_timeout_s=1))
+    for _ in range(3):
+        assert sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"]).ok
+    root = sb.root
+    sb.close()
+    seen = sb.pids_seen
+    assert len(seen) >= 2 + 3  # two servers, three candidates (and the spares)
+    deadline = time.time() + 5
+    while alive(seen) and time.time() < deadline:
+        time.sleep(0.05)
+    assert alive(seen) == [] and not Path(root).exists()

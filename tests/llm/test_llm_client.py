@@ -119,6 +119,9 @@ def test_timeouts_are_honoured(serve):
     "<html><body>502 Bad Gateway</body></html>",  # a proxy page
     '{"id": "chatcmpl-1", "object": "chat.completion", "model": "m"}',  # no choices
     "",
+    "[1, 2]",  # JSON, but not an object
+    '{"choices": [1]}',
+    '{"choices": [{"index": 0, "message": null, "finish_reason": "stop"}]}',
 ])
 def test_malformed_bodies_are_retried(serve, fast_retry, body):
     server = serve(Reply(body=body), "recovered")
@@ -262,3 +265,43 @@ def test_transcript_records_everything_needed(serve, fast_retry, tmp_path):
     assert rec["request"]["grammar"] == 'start: "ok"' and rec["constrained"] is True
     assert rec["usage"] == c.usage.to_dict() and rec["latency_s"] > 0
     assert rec["response"] == {"texts": ["ok"], "finish_reasons": ["stop"]}
+
+
+class _UpperBatchBackend:
+    """An in-process batching backend (the shape of the vLLM one): upper-cases the prompt."""
+
+    name = "upper"
+    supports_batch = True
+    model = "upper-1"
+    grammar_enabled = False
+
+    def __init__(self):
+        self.batches: list[int] = []
+
+    def call_batch(self, requests):
+        from simpatterns.llm import Completion, Usage
+
+        self.batches.append(len(requests))
+        return [Completion(texts=[r.messages[-1]["content"].upper()] * r.n, usage=Usage(3, 2 * r.n),
+                           model=self.model, finish_reasons=["stop"] * r.n) for r in requests]
+
+    def close(self):
+        pass
+
+    async def aclose(self):
+        pass
+
+
+def test_batching_backends_get_whole_batches_under_the_budget(tmp_path):
+    from simpatterns.llm import LLMClient
+
+    backend = _UpperBatchBackend()
+    log = tmp_path / "t.jsonl"
+    with LLMClient(backend, budget=Budget(max_requests=3), transcript=log) as client:  # type: ignore[arg-type]
+        out = client.complete([req(f"q{i}", n=2) for i in range(5)], return_exceptions=True)
+        later = asyncio.run(client.acomplete([req("late")], return_exceptions=True))
+    assert backend.batches == [3]  # one engine call for the admitted requests
+    assert [o.texts for o in out[:3]] == [["Q0", "Q0"], ["Q1", "Q1"], ["Q2", "Q2"]]
+    assert all(isinstance(o, LLMBudgetExceeded) for o in out[3:]) and isinstance(later[0], LLMBudgetExceeded)
+    recs = read_transcript(log)
+    assert [r["usage"] for r in recs] == [{"prompt_tokens": 3, "completion_tokens": 4}] * 3

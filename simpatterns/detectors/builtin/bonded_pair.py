@@ -6,42 +6,44 @@ DESCRIPTION = (
     "(relative speed under 2 px/s) and together travel at least 20 px. Emitted once at the start of each "
     "such interval, with object_a and object_b in body index order and its length in frames."
 )
-DEPENDS = []
+DEPENDS = ["collision start", "collision end"]
 PARAMS = ["object_a", "object_b", "frames"]
 
 REL_SPEED = 2.0  # px/s between the centres: they move as one body
 MIN_SECONDS = 0.5  # a brief shared push is not a bond
 MIN_TRAVEL = 20.0  # px the pair's midpoint moves: most of a grid cell, so two bodies resting together do not count
-MERGE_GAP = 2  # frames of contact flicker that do not break the bond
-
-
-def runs(mask, gap=0):
-    """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
-    d = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
-    start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-    if gap and start.size > 1:
-        keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))
-        start, stop = start[keep], stop[np.concatenate((keep[1:], [True]))]
-    return start, stop
+MERGE_GAP = 2  # frames apart that still count as one contact (flicker while pushing)
 
 
 def detect(trace, events):
-    T, N = trace.num_frames, trace.num_bodies
-    ok = trace.dynamic_mask & np.array([b.role != "wall" for b in trace.bodies])
-    a, b = trace.contact_a.astype(int), trace.contact_b.astype(int)
-    rows = ok[a] & ok[b]
-    key = a[rows] * N + b[rows]
-    frames = trace.contact_frame[rows]
+    T = trace.num_frames
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
+    ends = {}
+    for frame, p in events["collision end"]:
+        ends.setdefault((p["object_a"], p["object_b"]), []).append(frame)
+    contacts = {}  # pair of dynamic non-wall bodies -> [start, stop) contact intervals, flicker merged
+    for frame, p in events["collision start"]:
+        pair = (p["object_a"], p["object_b"])
+        if not all(trace.body(n).dynamic and trace.body(n).role != "wall" for n in pair):
+            continue
+        stop = next((e for e in ends.get(pair, []) if e > frame), T)
+        spans = contacts.setdefault(pair, [])
+        if spans and frame - spans[-1][1] <= MERGE_GAP:
+            spans[-1][1] = stop
+        else:
+            spans.append([frame, stop])
     out = []
-    for k in np.unique(key):
-        i, j = divmod(int(k), N)
-        mask = np.zeros(T, dtype=bool)
-        mask[frames[key == k]] = True
-        mask &= np.linalg.norm(trace.velocity[:, i] - trace.velocity[:, j], axis=1) < REL_SPEED
-        start, stop = runs(mask, MERGE_GAP)
-        mid = (trace.position[:, i] + trace.position[:, j]) / 2
-        for s, e in zip(start, stop):
-            if e - s >= min_frames and np.linalg.norm(np.diff(mid[s:e], axis=0), axis=1).sum() >= MIN_TRAVEL:
-                out.append((int(s), {"object_a": trace.names[i], "object_b": trace.names[j], "frames": int(e - s)}))
+    for (name_a, name_b), spans in contacts.items():
+        i, j = trace.body_index(name_a), trace.body_index(name_b)
+        for start, stop in spans:
+            if stop - start < min_frames:
+                continue
+            dv = trace.velocity[start:stop, i] - trace.velocity[start:stop, j]
+            together = (dv[:, 0] ** 2 + dv[:, 1] ** 2 < REL_SPEED ** 2).astype(np.int8)
+            edge = np.diff(np.concatenate(([0], together, [0])))
+            mid = (trace.position[start:stop, i] + trace.position[start:stop, j]) / 2
+            for s, e in zip(np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)):
+                step = np.diff(mid[s:e], axis=0)
+                if e - s >= min_frames and np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum() >= MIN_TRAVEL:
+                    out.append((start + int(s), {"object_a": name_a, "object_b": name_b, "frames": int(e - s)}))
     return sorted(out, key=lambda ev: ev[0])

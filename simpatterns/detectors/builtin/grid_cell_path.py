@@ -15,6 +15,7 @@ PARAMS = ["object", "path", "directions"]
 GAP_SECONDS = 1.0  # a pause longer than this ends a movement (a body at 25 px/s crosses a cell in 1 s)
 MIN_TRANSITIONS = 2  # a single step is a "grid cell transition", not a path
 LEG = 3  # cells per leg: a staircase of cell steps (east, north, east, ...) reads as one direction
+# 8 compass points counter-clockwise from east, x+ east and y+ north as in the paper
 COMPASS = ["east", "north-east", "north", "north-west", "west", "south-west", "south", "south-east"]
 
 
@@ -33,11 +34,14 @@ def detect(trace, events):
             path = [moves[seg[0]][1]["from_cell"]] + [moves[k][1]["to_cell"] for k in seg]
             cells = np.array(path)
             ends = list(range(LEG, len(path), LEG)) + ([len(path) - 1] if (len(path) - 1) % LEG else [])
-            directions = []
+            legs = []
             for a, b in zip([0] + ends[:-1], ends):
-                dx, dy = cells[b] - cells[a]
-                if dx == 0 and dy == 0:  # went out and back within one leg
-                    continue
+                if (cells[b] == cells[a]).all():  # out and back within one leg: keep its single steps
+                    legs += [cells[k + 1] - cells[k] for k in range(a, b)]
+                else:
+                    legs.append(cells[b] - cells[a])
+            directions = []
+            for dx, dy in legs:
                 word = COMPASS[round(math.atan2(dy, dx) / (math.pi / 4)) % 8]
                 if not directions or directions[-1] != word:
                     directions.append(word)

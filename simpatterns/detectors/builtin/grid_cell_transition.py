@@ -22,14 +22,13 @@ def detect(trace, events):
         lo, size = pos.min(axis=(0, 1)), np.ptp(pos, axis=(0, 1)) + 1e-9
     u = (pos - lo) * (GRID / size)  # position in cell units
     cell = np.floor(u)
-    frac = u - cell
     h = HYSTERESIS * GRID / size
-    sure = (frac >= h) & (frac <= 1 - h)
+    sure = (u - cell >= h) & (u - cell <= 1 - h)  # well inside its cell along that axis
     sure[0] = True
-    # keep each axis's last cell seen well inside a cell (forward fill over frames)
+    # per axis, carry the last cell seen well inside a cell forward over the frames near a boundary
     last = np.maximum.accumulate(np.where(sure, np.arange(len(u))[:, None, None], 0), axis=0)
     cell = np.clip(np.take_along_axis(cell, last, axis=0), 0, GRID - 1).astype(int)
-    t, k = np.nonzero((cell[1:] != cell[:-1]).any(axis=2))
+    t, m = np.nonzero((cell[1:] != cell[:-1]).any(axis=2))
     names = [trace.names[i] for i in dyn]
-    return [(int(f) + 1, {"object": names[m], "from_cell": cell[f, m].tolist(), "to_cell": cell[f + 1, m].tolist()})
-            for f, m in zip(t, k)]
+    return [(int(f) + 1, {"object": names[k], "from_cell": cell[f, k].tolist(), "to_cell": cell[f + 1, k].tolist()})
+            for f, k in zip(t, m)]

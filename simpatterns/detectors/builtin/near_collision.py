@@ -1,22 +1,27 @@
-import math
-
 import numpy as np
 
 PATTERN = "near collision"
 DESCRIPTION = (
-    "Two objects (not the ground or walls; at least one dynamic) pass close without touching: the gap "
-    "between their surfaces dips under 5 px while they move relative to each other (5 px/s or more), having "
-    "been at least 5 px wider within 0.25 s before and after, and they do not touch within 0.25 s of the "
-    "closest moment. Emitted at the frame of closest approach, with object_a and object_b in body index "
-    "order and the gap (px)."
+    "Two objects (two dynamic bodies, or a dynamic body and a fixed goal body; not walls or fixed scenery) "
+    "pass close without touching: the gap between their surfaces dips under 5 px while they move relative "
+    "to each other (5 px/s or more), having been at least 5 px wider within 0.25 s before and after, and "
+    "they do not touch within 0.25 s of the closest moment. Emitted at the frame of closest approach, with "
+    "object_a and object_b in body index order and the gap (px)."
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "gap"]
 
 NEAR_GAP = 5.0  # px between surfaces: a fifth of a grid cell, about the radius of PHYRE's smallest balls
 MIN_REL_SPEED = 5.0  # px/s: bodies passing each other, not resting side by side
+GOAL_ROLES = ("goal_object", "goal_subject")  # a fixed goal body (PHYRE's purple) is an object of interest
 CLEAR_SECONDS = 0.25  # no contact this close in time: an averted collision, not the run-up to one;
 # and within that time the gap closes and reopens by NEAR_GAP: a pass, not bodies moving side by side
+
+
+def round_body(trace, i):
+    """A single circle centred on the body's origin: its bounding circle is its outline."""
+    parts = trace.bodies[i].parts
+    return len(parts) == 1 and parts[0]["kind"] == "circle" and not any(parts[0]["center"])
 
 
 def outline(trace, i, frames):
@@ -32,10 +37,12 @@ def outline(trace, i, frames):
 
 def point_to_edges(p, poly):
     """[F]: smallest distance from the points p [F, V, 2] to the edges of the polygons poly [F, W, 2]."""
-    d = (np.concatenate([poly[:, 1:], poly[:, :1]], axis=1) - poly)[:, None]
-    w = p[:, :, None] - poly[:, None]
-    t = np.clip((w * d).sum(-1) / (d * d).sum(-1), 0, 1)
-    return np.linalg.norm(w - t[..., None] * d, axis=-1).min(axis=(1, 2))
+    ax, ay = poly[:, None, :, 0], poly[:, None, :, 1]  # edge starts [F, 1, W]
+    dx, dy = np.roll(ax, -1, axis=2) - ax, np.roll(ay, -1, axis=2) - ay
+    wx, wy = p[:, :, None, 0] - ax, p[:, :, None, 1] - ay  # [F, V, W]
+    t = np.clip((wx * dx + wy * dy) / (dx * dx + dy * dy), 0, 1)
+    ex, ey = wx - t * dx, wy - t * dy
+    return np.sqrt((ex * ex + ey * ey).min(axis=(1, 2)))
 
 
 def surface_gap(parts_i, parts_j):
@@ -48,76 +55,49 @@ def surface_gap(parts_i, parts_j):
             if p_poly:
                 best = np.minimum(best, point_to_edges(q, p) - rq)
             if not (p_poly or q_poly):
-                best = np.minimum(best, np.linalg.norm(p[:, 0] - q[:, 0], axis=1) - rp - rq)
+                d = p[:, 0] - q[:, 0]
+                best = np.minimum(best, np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2) - rp - rq)
     return best
-
-
-def fixed_box(trace, j):
-    """World bounding box (x0, y0, x1, y1) of fixed body j (plain Python: a few vertices)."""
-    (x, y), ang = trace.position[0, j, :2], trace.angle[0, j]
-    c, s = math.cos(ang), math.sin(ang)
-    xs, ys = [], []
-    for part in trace.bodies[j].parts:
-        r = part.get("radius", 0.0)
-        for px, py in part["vertices"] if part["kind"] == "poly" else [part["center"]]:
-            xs += [x + c * px - s * py - r, x + c * px - s * py + r]
-            ys += [y + s * px + c * py - r, y + s * px + c * py + r]
-    return min(xs), min(ys), max(xs), max(ys)
 
 
 def detect(trace, events):
     if trace.dim != 2:
         return []
-    T = trace.num_frames
-    walls = np.array([b.role == "wall" for b in trace.bodies])  # near misses with the scene's walls do not count
-    dyn = np.flatnonzero(trace.dynamic_mask & ~walls)
-    fixed = np.flatnonzero(~trace.dynamic_mask & ~walls)
-    boxes = np.array([fixed_box(trace, j) for j in fixed]).reshape(-1, 4)
+    T, N = trace.num_frames, trace.num_bodies
+    # objects that can move, and the fixed goal body; walls and fixed scenery are passed too often to count
+    dynamic = trace.dynamic_mask.tolist()
+    bodies = [i for i, b in enumerate(trace.bodies) if b.role != "wall" and (b.dynamic or b.role in GOAL_ROLES)]
+    pairs = [(i, j) for k, i in enumerate(bodies) for j in bodies[k + 1:] if dynamic[i] or dynamic[j]]
+    if not pairs:
+        return []
+    ii, jj = np.array(pairs).T
     radius = np.array([b.bounding_radius for b in trace.bodies])
-    pos, vel, touch = trace.position[..., :2], trace.velocity[..., :2], trace.touching_matrix()
+    d = np.take(trace.position, jj, axis=1) - np.take(trace.position, ii, axis=1)  # [T, P, 2]
+    dv = np.take(trace.velocity, jj, axis=1) - np.take(trace.velocity, ii, axis=1)
+    bound = np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2) - radius[ii] - radius[jj]  # gap of the bounding circles
     w = max(1, round(CLEAR_SECONDS / trace.dt))
     t = np.arange(T)
-    pairs = []  # (i, j, candidate frames): a cheap screen on bounding circles and boxes
-    for i in dyn:
-        # clear[t, j]: i and j do not touch within w frames of t
-        cum = np.concatenate([np.zeros((1, trace.num_bodies), dtype=int), np.cumsum(touch[:, i], axis=0)])
-        clear = cum[np.minimum(t + w + 1, T)] == cum[np.maximum(t - w, 0)]
-        frames = np.flatnonzero(np.hypot(vel[:, i, 0], vel[:, i, 1]) >= MIN_REL_SPEED)
-        if frames.size and fixed.size:  # bounding circle of i against the boxes of the fixed bodies
-            c = pos[frames, i, None]
-            out_x = np.maximum(np.maximum(boxes[:, 0] - c[..., 0], c[..., 0] - boxes[:, 2]), 0)
-            out_y = np.maximum(np.maximum(boxes[:, 1] - c[..., 1], c[..., 1] - boxes[:, 3]), 0)
-            near = (np.hypot(out_x, out_y) - radius[i] < NEAR_GAP) & clear[frames][:, fixed]
-            pairs += [(i, fixed[k], frames[near[:, k]]) for k in np.flatnonzero(near.any(axis=0))]
-        for j in dyn[dyn > i]:
-            d, dv = pos[:, j] - pos[:, i], vel[:, j] - vel[:, i]
-            near = ((np.hypot(d[:, 0], d[:, 1]) - radius[i] - radius[j] < NEAR_GAP) & clear[:, j]
-                    & (np.hypot(dv[:, 0], dv[:, 1]) >= MIN_REL_SPEED))
-            if near.any():
-                pairs.append((i, j, np.flatnonzero(near)))
-    shapes = {}  # body -> outline at every frame (dynamic) or at frame 0 only (fixed: it never moves)
-
-    def shape_at(i, frames):
-        if i not in shapes:
-            shapes[i] = outline(trace, i, slice(None) if trace.bodies[i].dynamic else [0])
-        return [(p[frames] if p.shape[0] > 1 else p, r, poly) for p, r, poly in shapes[i]]
-
+    touch = trace.touching_matrix().reshape(T, N * N)[:, ii * N + jj]
+    cum = np.concatenate([np.zeros((1, len(pairs)), dtype=int), np.cumsum(touch, axis=0)])
+    clear = cum[np.minimum(t + w + 1, T)] == cum[np.maximum(t - w, 0)]  # no contact within w frames
+    near = (bound < NEAR_GAP) & clear & (dv[..., 0] ** 2 + dv[..., 1] ** 2 >= MIN_REL_SPEED ** 2)
     out = []
-    for i, j, cand in pairs:
-        # exact gaps within w frames of the candidates; the gap counts as wide elsewhere
-        span = np.zeros(T + 1, dtype=int)
-        np.add.at(span, np.maximum(cand - w, 0), 1)
-        np.add.at(span, np.minimum(cand + w + 1, T), -1)
-        frames = np.flatnonzero(np.cumsum(span[:T]) > 0)
-        g = np.full(T, np.inf)
-        g[frames] = surface_gap(shape_at(i, frames), shape_at(j, frames))
-        ok = np.zeros(T, dtype=bool)
-        ok[cand] = True
+    for k in np.flatnonzero(near.any(axis=0)):
+        i, j = int(ii[k]), int(jj[k])
+        g = bound[:, k].copy()  # bounding circles are exact for balls and a lower bound otherwise
+        hits = np.concatenate(([0], np.cumsum(near[:, k])))
+        if not (round_body(trace, i) and round_body(trace, j)):
+            # exact gaps within w frames of a candidate; elsewhere the pair counts as not near
+            span = hits[np.minimum(t + w + 1, T)] > hits[np.maximum(t - w, 0)]
+            f = np.flatnonzero(span & (g < NEAR_GAP))
+            g = np.maximum(g, NEAR_GAP)
+            g[f] = surface_gap(outline(trace, i, f), outline(trace, j, f))
         edge = np.diff(np.concatenate(([0], (g < NEAR_GAP).astype(np.int8), [0])))
-        for s, e in zip(np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)):  # each dip, at its closest frame
-            k = s + int(np.argmin(g[s:e]))
-            lo, hi = max(k - w, 0), min(k + w + 1, T)
-            if ok[k] and g[k] > 0 and g[lo:k + 1].max() >= g[k] + NEAR_GAP and g[k:hi].max() >= g[k] + NEAR_GAP:
-                a, b = sorted((int(i), int(j)))
-                out.append((k, {"object_a": trace.names[a], "object_b": trace.names[b], "gap": round(float(g[k]), 1)}))
+        start, stop = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+        has_candidate = hits[stop] > hits[start]
+        for s, e in zip(start[has_candidate], stop[has_candidate]):  # each dip, at its closest frame
+            m = s + int(np.argmin(g[s:e]))
+            lo, hi = max(m - w, 0), min(m + w + 1, T)
+            if near[m, k] and g[m] > 0 and g[lo:m + 1].max() >= g[m] + NEAR_GAP and g[m:hi].max() >= g[m] + NEAR_GAP:
+                out.append((m, {"object_a": trace.names[i], "object_b": trace.names[j], "gap": round(float(g[m]), 1)}))
     return sorted(out, key=lambda ev: ev[0])

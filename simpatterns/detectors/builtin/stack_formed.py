@@ -15,19 +15,20 @@ MIN_SECONDS = 0.5  # a stack must hold this long, so a body passing over another
 
 
 def detect(trace, events):
-    spin = np.abs(trace.angular_velocity)
-    if spin.ndim == 3:
-        spin = np.linalg.norm(spin, axis=2)
-    rest = (trace.speed() < REST_SPEED) & (spin < REST_SPIN)  # [T, N]
     n = max(1, round(MIN_SECONDS / trace.dt))
     out = []
     for frame, p in events["support relationship"]:
-        a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
-        if not trace.bodies[b].dynamic or trace.bodies[b].role == "wall" or p["frames"] < n:
+        if p["frames"] < n:
             continue
-        both = (rest[frame:frame + p["frames"], a] & rest[frame:frame + p["frames"], b]).astype(np.int8)
+        a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
+        if not trace.bodies[b].dynamic or trace.bodies[b].role == "wall":
+            continue
+        span = slice(frame, frame + p["frames"])
+        v, w = trace.velocity[span][:, [a, b]], trace.angular_velocity[span][:, [a, b]]
+        spin = w ** 2 if w.ndim == 2 else (w ** 2).sum(axis=2)
+        rest = ((v[..., 0] ** 2 + v[..., 1] ** 2 < REST_SPEED ** 2) & (spin < REST_SPIN ** 2)).all(axis=1)
         # first frame that starts n consecutive rest frames
-        full = np.flatnonzero(np.convolve(both, np.ones(n, dtype=np.int8), "valid") == n)
+        full = np.flatnonzero(np.convolve(rest.astype(np.int8), np.ones(n, dtype=np.int8), "valid") == n)
         if full.size:
             out.append((frame + int(full[0]), {"object_a": p["object_a"], "object_b": p["object_b"]}))
     return out

@@ -77,15 +77,15 @@ def random_valid_action(scene: Scene, rng: np.random.Generator, sampler: Callabl
 
 
 def near_goal_sampler(scene: Scene, rng: np.random.Generator) -> Callable[[], np.ndarray]:
-    """Actions whose ball starts above or beside one of the goal bodies."""
+    """Actions whose ball starts above or beside one of the goal bodies (within 30 px in x)."""
     goal = [scene.bodies[i] for i in scene.goal] if scene.goal else []
     boxes = [(b.left, b.right, b.bottom, b.top) for b in goal]
 
     def sample() -> np.ndarray:
         left, right, bottom, top = boxes[int(rng.integers(len(boxes)))]
         r = rng.random()
-        x = rng.uniform(left - 30, right + 30)
-        y = rng.uniform(top, min(255.0, top + 120))
+        x = rng.uniform(max(0.0, left - 30), min(255.0, right + 30))
+        y = rng.uniform(min(max(bottom, 0.0), 250.0), 255.0)  # above or beside the body
         return np.clip([x / 255.0, y / 255.0, r], 0.0, 1.0)
 
     return sample

@@ -31,7 +31,8 @@ def build(B, bar_y, vbar_x_scale, distance_to_wall, angle):
     ball = B.add("ball", scale=0.08, right=wall_x - 1, bottom=0.9 * H)
     stairs_right = ball.left - 2 - distance_to_wall * H
     stairs = [
-        B.add("bar", scale=0.3, dynamic=False, label="stair", angle=-angle, bottom=i * STAIR_STEP * H, right=stairs_right)
+        B.add("bar", scale=0.3, dynamic=False, label="stair", angle=-angle,
+              bottom=i * STAIR_STEP * H, right=stairs_right)
         for i in range(NUM_STAIRS)
     ]
     ball.set_left(stairs_right + 1)

@@ -59,7 +59,7 @@ def test_budget_summarises_the_most_frequent_pattern(drop_trace):
     assert any(ln.split() == ["6.67", "bounce:", "black", "box"] for ln in short.splitlines())
     summary = [ln for ln in short.splitlines() if ln.startswith("- grid cell transition")]
     assert len(summary) == 1
-    assert "250 occurrences" in summary[0] and "red ball x200" in summary[0] and "black box x50" in summary[0]
+    assert "250 times between 0.00 and 9.95 s" in summary[0] and "red ball x200" in summary[0] and "black box x50" in summary[0]
     tiny = timeline_text(drop_trace, ann, budget_chars=200)
     assert len(tiny) <= 200 and tiny.startswith("Timeline")
 

@@ -1,0 +1,149 @@
+"""Reward DSL speed: parse+check per program, compile, and evaluation of a
+compiled program per annotated trace.
+
+    python benchmarks/dsl.py [--traces 20] [--repeat 200]
+
+Programs: the goal programs of ``examples/goals``. Traces: PHYRE template
+00000 with random valid actions (the Appendix G goals) and the three-bucket
+scene (bucket and paper goals), annotated with the built-in library.
+Targets (issue): parse+check <= 1 ms per program, evaluation <= 50 us per
+annotated trace. Baselines measured in the same run, beside each row, so
+figures from a shared, loaded machine can be read as ratios:
+
+- ``ast.parse``: CPython's C parser on the same program text;
+- ``scan``: one Python pass over the trace's events (the least any
+  evaluator reading the annotation does);
+- ``loop``: a 1e5-iteration ``s += i`` loop, measured before each row; the
+  "scaled" columns rescale a row to a machine where that loop takes
+  ``REFERENCE_LOOP_MS`` (a current desktop core running CPython 3.11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotate.annotator import annotate
+from simpatterns.detectors.library import PatternLibrary
+from simpatterns.dsl import check, compile_program, parse
+from simpatterns.simulators.phyre import get_template, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+GOALS = ROOT / "examples" / "goals"
+PARSE_TARGET_US = 1000.0
+EVAL_TARGET_US = 50.0
+REFERENCE_LOOP_MS = 4.0  # 1e5 iterations of ``s += i`` on an unloaded current core
+
+
+def loop_ms() -> float:
+    """Median of 3 timings of a 1e5-iteration Python loop (machine speed right now)."""
+    runs = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(100_000):
+            s += i
+        runs.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(runs)
+
+
+def timed(fn, repeat: int) -> float:
+    """Median of 5 runs of ``repeat`` calls, in microseconds per call."""
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        runs.append((time.perf_counter() - t0) / repeat * 1e6)
+    return statistics.median(runs)
+
+
+def rollouts(n: int, seed: int) -> tuple[list, list]:
+    """Annotated template-00000 and three-bucket rollouts with random valid actions."""
+    from simpatterns.envs.scenes import three_buckets
+
+    rng = np.random.default_rng(seed)
+    lib = PatternLibrary.builtin()
+    out: dict[str, list] = {"phyre": [], "buckets": []}
+    template = get_template(0)
+    for kind in out:
+        while len(out[kind]) < n:
+            scene = template.variant_scene(len(out[kind]) % 10) if kind == "phyre" else three_buckets()
+            r = simulate(scene, rng.uniform(0, 1, 3).tolist())
+            if r.trace is not None:
+                out[kind].append((annotate(r.trace, lib), r.trace))
+    return out["phyre"], out["buckets"]
+
+
+def fresh(ann: Annotation) -> Annotation:
+    """A copy without the pattern index, to time a first evaluation."""
+    return Annotation(list(ann.events), ann.num_frames, list(ann.patterns), ann.dt)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=20, help="rollouts per scene")
+    ap.add_argument("--repeat", type=int, default=200, help="calls per timing run")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    lib = PatternLibrary.builtin()
+    signatures = lib.signatures()
+    phyre_runs, bucket_runs = rollouts(args.traces, args.seed)
+    n_ev = [len(a.events) for a, _ in phyre_runs + bucket_runs]
+    print(f"{len(phyre_runs) + len(bucket_runs)} annotated rollouts, {statistics.mean(n_ev):.0f} events on average "
+          f"(max {max(n_ev)}), {statistics.mean(t.num_frames for _, t in phyre_runs):.0f} frames; "
+          f"scaled = raw x {REFERENCE_LOOP_MS} ms / loop\n")
+
+    header = (f"{'program':34} {'chars':>5} {'loop':>6} {'ast.parse':>9} {'parse+chk':>9} {'scaled':>7} {'compile':>8} "
+              f"{'scan':>6} {'eval':>7} {'scaled':>7} {'eval 1st':>8}")
+    print(header + "\n" + "-" * len(header))
+    rows = []
+    for path in sorted(GOALS.glob("*.rwd")):
+        if path.name == "paper_verbatim.rwd":
+            continue
+        text = path.read_text()
+        runs = bucket_runs if path.name.startswith(("bucket", "paper")) else phyre_runs
+        bodies = runs[0][1].names
+        loop = loop_ms()
+        base = timed(lambda: ast.parse(text), args.repeat)
+        pc = timed(lambda: check(parse(text), signatures, bodies), args.repeat)
+        assert check(parse(text), signatures, bodies) == [], path
+        comp = timed(lambda: compile_program(text), max(1, args.repeat // 4))
+        prog = compile_program(text)
+        scan = statistics.mean(
+            timed(lambda a=a: sum(1 for e in a.events if e.pattern == "collision start"), args.repeat)
+            for a, _ in runs)
+        warm = statistics.mean(timed(lambda a=a, t=t: prog.evaluate(a, t), args.repeat) for a, t in runs)
+        copies = [(fresh(a), t) for a, t in runs for _ in range(20)]
+        t1 = time.perf_counter()
+        for a, t in copies:
+            prog.evaluate(a, t)
+        cold = (time.perf_counter() - t1) / len(copies) * 1e6
+        k = REFERENCE_LOOP_MS / loop
+        rows.append((pc, warm, cold, base, scan, pc * k, warm * k))
+        print(f"{path.stem:34} {len(text):5d} {loop:4.1f}ms {base:7.0f}us {pc:7.0f}us {pc * k:5.0f}us "
+              f"{comp:6.0f}us {scan:4.1f}us {warm:5.1f}us {warm * k:5.1f}us {cold:6.1f}us")
+
+    pcs, warms, colds, bases, scans, pcs_k, warms_k = (np.array(c) for c in zip(*rows))
+    print("\nsummary (microseconds per program / per annotated trace)")
+    print(f"  parse+check: raw mean {pcs.mean():.0f}, max {pcs.max():.0f}; {(pcs / bases).mean():.1f}x CPython's "
+          f"ast.parse of the same text; scaled max {pcs_k.max():.0f} "
+          f"(target <= {PARSE_TARGET_US:.0f}: {'PASS' if pcs_k.max() <= PARSE_TARGET_US else 'FAIL'})")
+    print(f"  evaluation:  raw mean {warms.mean():.1f}, max {warms.max():.1f}; {(warms / scans).mean():.1f}x one "
+          f"Python pass over the events; scaled max {warms_k.max():.1f} "
+          f"(target <= {EVAL_TARGET_US:.0f}: {'PASS' if warms_k.max() <= EVAL_TARGET_US else 'FAIL'})")
+    print(f"  first evaluation of an annotation (builds its pattern index): raw mean {colds.mean():.1f}, "
+          f"max {colds.max():.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

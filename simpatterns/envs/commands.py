@@ -1,0 +1,72 @@
+"""``simpatterns env``: list our Gymnasium ids and check them with Gymnasium's checker."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console()
+env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check them.", no_args_is_help=True)
+
+
+@env_app.command("list")
+def list_cmd() -> None:
+    """Registered ids with their observation modes, action spaces and reward modes."""
+    import gymnasium as gym
+
+    import simpatterns.envs as envs
+    from simpatterns.envs.observation import OBS_MODES
+    from simpatterns.envs.phyre_env import REWARD_MODES, all_tasks
+
+    for env_id in envs.ENV_IDS:
+        spec = gym.spec(env_id)
+        console.print(f"[bold]{env_id}[/bold]  (max_episode_steps={spec.max_episode_steps})")
+        console.print(f"  obs_mode: {', '.join(OBS_MODES)}")
+        console.print("  actions:  Box(0, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
+        console.print(f"  reward:   {', '.join(REWARD_MODES)} (reward_program=..., program_reward=score|success)")
+        console.print(f"  tasks:    {len(all_tasks())} shipped template variants, or scene='buckets' / a Scene")
+    console.print('usage: import simpatterns.envs; gym.make("simpatterns/PhyreOneBall-v0", obs_mode="semantic")')
+
+
+@env_app.command("check")
+def check_cmd(
+    template: Optional[str] = typer.Option(None, "--template", "-t", help="check on this template's variants"),
+    max_steps: int = typer.Option(240, "--max-steps", help="physics steps per rollout during the check"),
+) -> None:
+    """Run gymnasium.utils.env_checker.check_env on every id, observation mode and action space."""
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    import simpatterns.envs as envs
+    from simpatterns.envs.observation import OBS_MODES
+
+    failed = False
+    for env_id in envs.ENV_IDS:
+        for obs_mode in OBS_MODES:
+            for bins in (None, 8):
+                kw = dict(obs_mode=obs_mode, action_bins=bins, max_steps=max_steps)
+                if template is not None:
+                    kw["template"] = template
+                label = f"{env_id} obs_mode={obs_mode}" + (f" action_bins={bins}" if bins else "")
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        check_env(gym.make(env_id, **kw).unwrapped)
+                        problem = "; ".join(str(w.message) for w in caught)
+                    except Exception as exc:  # report every configuration, then fail
+                        problem = f"{type(exc).__name__}: {exc}"
+                if problem:
+                    failed = True
+                    console.print(f"[red]FAIL[/red] {escape(label)}: {escape(problem)}")
+                else:
+                    console.print(f"[green]ok[/green]   {escape(label)}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(env_app, name="env")

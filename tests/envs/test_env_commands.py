@@ -1,0 +1,15 @@
+"""``simpatterns env list|check``."""
+
+from typer.testing import CliRunner
+
+from simpatterns.cli import app
+
+
+def test_env_list_and_check():
+    runner = CliRunner()
+    out = runner.invoke(app, ["env", "list"])
+    assert out.exit_code == 0, out.output
+    assert "simpatterns/PhyreOneBall-v0" in out.output and "semantic" in out.output
+    out = runner.invoke(app, ["env", "check", "--template", "00000", "--max-steps", "30"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count("ok") == 6 and "FAIL" not in out.output
