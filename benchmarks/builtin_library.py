@@ -67,9 +67,11 @@ def main() -> None:
             if r == 0:
                 traces.append((trace, len(annotation.events)))
     sim_t, ann_t = sim.min(axis=0), ann.min(axis=0)  # best of reps per case
-    print(f"{len(cases)} traces, {np.mean([t.num_frames for t, _ in traces]):.0f} frames, "
-          f"{np.mean([t.num_bodies for t, _ in traces]):.1f} bodies ({np.mean([t.dynamic_mask.sum() for t, _ in traces]):.1f} "
-          f"dynamic), {np.mean([e for _, e in traces]):.0f} events per trace, {len(lib)} patterns")
+    frames = np.mean([t.num_frames for t, _ in traces])
+    bodies = np.mean([t.num_bodies for t, _ in traces])
+    dynamic = np.mean([t.dynamic_mask.sum() for t, _ in traces])
+    print(f"{len(cases)} traces, {frames:.0f} frames, {bodies:.1f} bodies ({dynamic:.1f} dynamic), "
+          f"{np.mean([e for _, e in traces]):.0f} events per trace, {len(lib)} patterns")
     print(f"simulate  {sim_t.mean() * 1e3:7.2f} ms/trace (CPU)")
     print(f"annotate  {ann_t.mean() * 1e3:7.2f} ms/trace (CPU), {ann_t.mean() / len(lib) * 1e3:.3f} ms/pattern")
     print(f"ratio annotate/simulate: mean {ann_t.sum() / sim_t.sum():.3f}, median per trace "

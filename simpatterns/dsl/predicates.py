@@ -633,15 +633,6 @@ class NearbyAt(Node):
         self.radius = radius
         self.where = where
 
-    def _offsets(self, view: TraceView, frames) -> np.ndarray:
-        """Body-to-target vectors at ``frames`` (a slice)."""
-        pos = view.trace.position
-        i = view.body(self.body, self.where)
-        if self.target is not None:
-            return pos[frames, i, :] - pos[frames, view.body(self.target, self.where), :]
-        k = min(len(self.point), pos.shape[2])
-        return pos[frames, i, :k] - np.asarray(self.point[:k])
-
     def _distance_at(self, view: TraceView, f: int) -> float:
         pos = view.trace.position
         p = pos[f, view.body(self.body, self.where)].tolist()
@@ -658,8 +649,7 @@ class NearbyAt(Node):
         lo, hi = view.window(self.window)
         if hi < lo:
             return math.inf, r, lo
-        off = self._offsets(view, slice(lo, hi + 1))
-        d2 = np.einsum("ij,ij->i", off, off)
+        d2 = self._squared(view, lo, hi + 1)
         k = int(np.argmin(d2))
         if d2[k] != d2[k]:  # NaN positions: skip them
             if np.isnan(d2).all():
@@ -667,11 +657,31 @@ class NearbyAt(Node):
             k = int(np.nanargmin(d2))
         return math.sqrt(float(d2[k])), r, lo + k
 
+    def _squared(self, view: TraceView, lo: int, hi: int) -> np.ndarray:
+        """Squared distances over frames ``lo:hi`` (x, y and, when given, z)."""
+        pos = view.trace.position
+        i = view.body(self.body, self.where)
+        if self.target is not None:
+            j = view.body(self.target, self.where)
+            dx = pos[lo:hi, i, 0] - pos[lo:hi, j, 0]
+            dy = pos[lo:hi, i, 1] - pos[lo:hi, j, 1]
+            out = dx * dx + dy * dy
+            if pos.shape[2] > 2:
+                dz = pos[lo:hi, i, 2] - pos[lo:hi, j, 2]
+                out += dz * dz
+            return out
+        dx = pos[lo:hi, i, 0] - self.point[0]
+        dy = pos[lo:hi, i, 1] - self.point[1]
+        out = dx * dx + dy * dy
+        if len(self.point) > 2 and pos.shape[2] > 2:
+            dz = pos[lo:hi, i, 2] - self.point[2]
+            out += dz * dz
+        return out
+
     def series(self, ctx) -> np.ndarray:
         view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        off = self._offsets(view, slice(None))
-        return np.einsum("ij,ij->i", off, off) <= r * r
+        return self._squared(view, 0, view.trace.num_frames) <= r * r
 
     def eval(self, ctx):
         d, r, _ = self.distance(ctx)
@@ -736,7 +746,13 @@ class Touching(Node):
         if lo == hi:
             return False
         _, ca, cb = view.contacts()
-        return bool(self._hits(view, ca[lo:hi], cb[lo:hi]).any())
+        i, j = self._pair(view)
+        # a frame has a handful of contact rows: plain Python beats numpy calls here
+        for x, y in zip(ca[lo:hi].tolist(), cb[lo:hi].tolist()):
+            if (i is None or x == i or y == i) and (j is None or x == j or y == j) and \
+                    (i is None or j is None or {x, y} == {i, j}):
+                return True
+        return False
 
     def series(self, ctx) -> np.ndarray:
         key = ("touch", id(self))

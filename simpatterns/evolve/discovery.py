@@ -633,7 +633,7 @@ class DiscoveryJob:
         if not res.ok:
             return Outcome(reason=res.reason, lines=info.num_lines, wall_s=time.perf_counter() - t0)
         assert res.events is not None
-        scored = ctx.score(res.events, res.times, info.num_lines)
+        scored = ctx.score(res.events, res.times, info.num_lines, res.events_hash)
         if isinstance(scored, Reason):
             return Outcome(reason=scored, lines=info.num_lines, wall_s=time.perf_counter() - t0)
         return Outcome(parts=scored, lines=info.num_lines, wall_s=time.perf_counter() - t0)

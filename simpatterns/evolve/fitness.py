@@ -127,9 +127,11 @@ def time_penalty(candidate_s: float, library_s: float, resolution: float = 0.0) 
 
 
 def events_hash(events: Sequence[EventList]) -> str:
-    """Hash of what a program emits over the traces (canonical order): two programs
-    with the same hash behave the same on this data set."""
-    blob = json.dumps([[[int(f), p] for f, p in evs] for evs in events], sort_keys=True, separators=(",", ":"))
+    """Hash of what a program emits over the traces, in the sandbox's canonical encoding
+    (so it equals `SandboxResult.events_hash`): equal hash, equal behaviour on this data set."""
+    from simpatterns.evolve.forkserver import encode_events
+
+    blob = "{" + ",".join(f'"{i}":{encode_events(evs)}' for i, evs in enumerate(events)) + "}"
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
 
 
@@ -270,8 +272,10 @@ class FitnessContext:
         return parts.fitness - self.baseline > self.config.theta
 
     # -------------------------------------------------------------- score
-    def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int) -> FitnessParts | Reason:
-        """Score a candidate's (schema-checked) events; a `Reason` when degenerate."""
+    def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int,
+              events_digest: str | None = None) -> FitnessParts | Reason:
+        """Score a candidate's (schema-checked) events; a `Reason` when degenerate.
+        ``events_digest``: the sandbox's hash of the canonical events, when known."""
         if len(events) != len(self.traces):
             raise ValueError(f"events for {len(events)} traces, expected {len(self.traces)}")
         bad = self.degenerate(events)
@@ -314,7 +318,7 @@ class FitnessContext:
             num_events=int(sum(len(e) for e in events)),
             traces_fired=int(sum(1 for e in events if e)),
             signature=self.signature(D_c),
-            events_hash=events_hash(events),
+            events_hash=events_digest or events_hash(events),
         )
 
     def signature(self, D_c: np.ndarray) -> tuple[float, ...]:

@@ -62,8 +62,9 @@ from simpatterns.detectors.contract import DetectorError, validate_events
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
 HEADER = struct.Struct(">Q")
-TAG_SMOKE = b"S"
-TAG_RESULT = b"R"
+TAG_SMOKE = b"S"  # the smoke traces are done (cascade stage 1 passed)
+TAG_EVENTS = b"E"  # canonical events JSON (sorted, sort_keys), trace index -> [[frame, params], ...]
+TAG_RESULT = b"R"  # the final JSON: times, or a rejection reason
 SETUP_FAILED = 70  # the child's exit status when confinement itself failed
 
 # What candidates may use from builtins. No open/exec/eval/compile/globals/vars/
@@ -253,7 +254,7 @@ class Server:
         _kill_group(spare.pid)
         outcome["wall_s"] = time.perf_counter() - t_start
         outcome["pid"] = spare.pid
-        if "reason" in outcome or "result" in outcome:
+        if "reason" in outcome or "result_json" in outcome:
             # answer first: reaping and forking the next spare overlap with the parent's scoring
             send(self.proto_out, {"op": "result", **outcome})
             self._discard(spare)
@@ -280,6 +281,7 @@ class Server:
         cap = int(req["max_result_bytes"])
         buf = bytearray()
         smoke_done = False
+        events_json = b""
         while True:
             deadline = full_deadline if smoke_done else min(smoke_deadline, full_deadline)
             remaining = deadline - time.perf_counter()
@@ -306,7 +308,7 @@ class Server:
                     del buf[:1]
                     smoke_done = True
                     continue
-                if tag != TAG_RESULT:
+                if tag not in (TAG_RESULT, TAG_EVENTS):
                     _kill_group(pid)
                     return {"reason": "sandbox_error", "detail": "garbled result stream"}
                 if len(buf) < 1 + HEADER.size:
@@ -318,16 +320,13 @@ class Server:
                 if len(buf) < 1 + HEADER.size + n:
                     break
                 payload = bytes(buf[1 + HEADER.size:1 + HEADER.size + n])
-                try:
-                    result = json.loads(payload, parse_constant=_no_constants)
-                except (ValueError, RecursionError) as exc:
-                    return {"reason": "invalid_events", "detail": f"result is not plain JSON ({exc})"}
-                if not isinstance(result, dict):
-                    return {"reason": "sandbox_error", "detail": "result is not an object"}
-                if isinstance(result.get("profile"), dict):
-                    result["profile"]["start"] = t_start
-                    result["profile"]["received"] = time.perf_counter()
-                return {"result": result, "smoke_done": True}
+                del buf[:1 + HEADER.size + n]
+                if tag == TAG_EVENTS:
+                    events_json = payload
+                    continue
+                # parsed (and checked) by the parent; here only forwarded
+                return {"result_json": payload, "events_json": events_json, "smoke_done": True,
+                        "received": time.perf_counter(), "start": t_start}
 
 
 def _no_constants(name: str) -> Any:
@@ -435,12 +434,15 @@ def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: i
         os._exit(0)  # the server went away or discarded this spare
     t_job = time.perf_counter()
     os.close(job_r)
-    result = _run_candidate(job, server, w, builtins_ns)
+    result, events_json = _run_candidate(job, server, w, builtins_ns)
+    cap = int(job["max_result_bytes"])
+    if len(events_json) > cap:
+        result, events_json = {"reason": "output_too_large",
+                               "detail": f"events of {len(events_json)} bytes, limit {cap}"}, b""
+    if events_json:
+        write_all(w, TAG_EVENTS + HEADER.pack(len(events_json)) + events_json)
     result["profile"] = {"job": t_job, "done": time.perf_counter()}
     payload = json.dumps(result, allow_nan=False, separators=(",", ":")).encode()
-    if len(payload) > int(job["max_result_bytes"]):
-        payload = json.dumps({"reason": "output_too_large",
-                              "detail": f"result of {len(payload)} bytes, limit {job['max_result_bytes']}"}).encode()
     write_all(w, TAG_RESULT + HEADER.pack(len(payload)) + payload)
     sys.stdout.flush()
     os._exit(0)
@@ -520,7 +522,9 @@ def check_events(
     return events
 
 
-def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]) -> dict[str, Any]:
+def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]
+                   ) -> tuple[dict[str, Any], bytes]:
+    """Run detect on every trace (smoke traces first); returns (times or a reason, events JSON)."""
     pattern = req["pattern"]
     params = list(req["params"])
     depends = list(req["depends"])
@@ -529,13 +533,13 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     max_events = int(req["max_events_per_trace"])
     ns: dict[str, Any] = {"__builtins__": builtins_ns, "__name__": "candidate",
                           "np": np, "numpy": np, "math": math}
-    events_out: dict[str, list] = {}
+    encoded: dict[int, str] = {}
     times: dict[str, float] = {}
     try:
         exec(compile(req["source"], "<candidate>", "exec"), ns)
         detect = ns.get("detect")
         if not callable(detect):
-            return {"reason": "contract", "detail": "detect is not callable"}
+            return {"reason": "contract", "detail": "detect is not callable"}, b""
         param_set = frozenset(params)
         for k, idx in enumerate(order):
             trace = server.traces[idx]
@@ -545,14 +549,22 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
             times[str(idx)] = time.perf_counter() - t0
             checked = check_events(raw, pattern, trace.num_frames, param_set, set(trace.names), max_events, idx)
             if isinstance(checked, dict):
-                return checked
-            events = checked
-            events_out[str(idx)] = [[f, p] for f, p in events]
+                return checked, b""
+            encoded[idx] = encode_events(checked)
             if k + 1 == n_smoke:
                 write_all(w, TAG_SMOKE)
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the result
-        return _exc_reason(exc)
-    return {"events": events_out, "times": times}
+        return _exc_reason(exc), b""
+    body = ",".join(f'"{i}":{encoded[i]}' for i in sorted(encoded))
+    return {"times": times}, ("{" + body + "}").encode()
+
+
+def encode_events(events: list[tuple[int, dict]]) -> str:
+    """Canonical JSON of one trace's events: sorted by frame, then by the params' JSON
+    (keys sorted), so equal behaviour gives equal bytes whatever order a detector used."""
+    items = sorted((int(f), json.dumps(p, sort_keys=True, separators=(",", ":"), allow_nan=False))
+                   for f, p in events)
+    return "[" + ",".join(f"[{f},{text}]" for f, text in items) + "]"
 
 
 def main() -> None:

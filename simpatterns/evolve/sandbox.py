@@ -21,6 +21,7 @@ and the restricted builtins leave it no way to open them.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import queue
@@ -39,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simpatterns.evolve import reasons as R
-from simpatterns.evolve.forkserver import HEADER, check_events
+from simpatterns.evolve.forkserver import HEADER
 from simpatterns.evolve.reasons import Reason
 from simpatterns.trace import Trace
 
@@ -94,6 +95,7 @@ class SandboxResult:
     wall_s: float = 0.0
     pid: int | None = None
     smoke_ok: bool = False
+    events_hash: str = ""  # of the canonical events JSON (equal behaviour, equal hash)
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -383,17 +385,26 @@ class Sandbox:
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
             return SandboxResult(_reason(msg["reason"], msg.get("detail", "")), **common)
-        result = msg.get("result", {})
+        try:
+            result = json.loads(msg.get("result_json", b"{}"), parse_constant=_no_constants)
+        except (ValueError, RecursionError) as exc:
+            return SandboxResult(Reason(R.INVALID_EVENTS, f"result is not plain JSON ({exc})"), **common)
+        if not isinstance(result, dict):
+            return SandboxResult(Reason(R.INVALID_EVENTS, "result is not an object"), **common)
         if "reason" in result:
-            return SandboxResult(_reason(result["reason"], result.get("detail", "")), **common)
-        raw_events, raw_times = result.get("events"), result.get("times")
+            return SandboxResult(_reason(str(result["reason"]), str(result.get("detail", ""))), **common)
+        raw_times = result.get("times")
+        events_json = msg.get("events_json", b"")
+        try:
+            raw_events = json.loads(events_json, parse_constant=_no_constants)
+        except (ValueError, RecursionError) as exc:
+            return SandboxResult(Reason(R.INVALID_EVENTS, f"events are not plain JSON ({exc})"), **common)
         if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
             return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
         n = len(self.traces)
         param_set = frozenset(params)
         events: list[list[tuple[int, dict[str, Any]]]] = []
         times = np.zeros(n)
-        lim = self.limits
         for i in range(n):
             key = str(i)
             if key not in raw_events or key not in raw_times:
@@ -402,12 +413,15 @@ class Sandbox:
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not (0 <= t < 1e6):
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
             times[i] = float(t)
-            checked = check_events(raw_events[key], "candidate", self._frames[i], param_set, self._names[i],
-                                   lim.max_events_per_trace, i)
-            if isinstance(checked, dict):
-                return SandboxResult(_reason(checked["reason"], checked["detail"]), **common)
-            events.append(canonical_events(checked))
-        return SandboxResult(None, events=events, times=times, **common)
+            checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
+                                         self.limits.max_events_per_trace, i)
+            if isinstance(checked, Reason):
+                return SandboxResult(checked, **common)
+            events.append(checked)
+        import hashlib
+
+        digest = hashlib.blake2b(events_json, digest_size=12).hexdigest()
+        return SandboxResult(None, events=events, times=times, events_hash=digest, **common)
 
     def close(self) -> None:
         for w in self._workers:
@@ -425,9 +439,37 @@ def _reason(code: str, detail: str) -> Reason:
     return Reason(code if code in R.ALL else R.SANDBOX_ERROR, str(detail)[:500])
 
 
-def canonical_events(events: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
-    """Events sorted by frame then params text, so set-iteration order in a
-    detector cannot change hashes or scores."""
-    import json
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
 
-    return sorted(((int(f), p) for f, p in events), key=lambda e: (e[0], json.dumps(e[1], sort_keys=True)))
+
+def check_plain_events(
+    items: Any, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int
+) -> list[tuple[int, dict[str, Any]]] | Reason:
+    """The parent's check of one trace's events as parsed from the child's JSON (so every
+    value is already plain: no NaN, no objects): shape, frame range, exactly the PARAMS
+    keys, body names. The child ran the contract's `validate_events`; this is the same
+    schema again on the other side of the boundary, at JSON speed."""
+    if not isinstance(items, list):
+        return Reason(R.INVALID_EVENTS, f"trace {idx}: events are not a list")
+    if len(items) > max_events:
+        return Reason(R.TOO_MANY_EVENTS, f"{len(items)} events on trace {idx}, limit {max_events}")
+    out = []
+    for i, item in enumerate(items):
+        if type(item) is not list or len(item) != 2:
+            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: not a (frame, params) pair")
+        f, p = item
+        if type(f) is not int or not 0 <= f < num_frames:
+            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: frame {f!r} outside [0, {num_frames})")
+        if type(p) is not dict:
+            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: params are not a dict")
+        if p.keys() != params:
+            extra, missing = sorted(p.keys() - params), sorted(params - p.keys())
+            code = R.UNKNOWN_PARAMS if extra else R.MISSING_PARAMS
+            return Reason(code, f"trace {idx} event {i}: keys {extra or missing} " +
+                          ("not in PARAMS" if extra else "missing"))
+        for key, value in p.items():
+            if key.startswith("object") and type(value) is str and value not in names:
+                return Reason(R.UNKNOWN_OBJECT, f"trace {idx} event {i}: {key}={value!r} is not a body name")
+        out.append((f, p))
+    return out

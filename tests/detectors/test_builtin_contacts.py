@@ -133,8 +133,8 @@ def test_flyby_collision_is_high_energy(scene):
 def test_a_rolling_ball_hits_a_resting_one(scene):
     run = scene("relay")
     hits = run.events("moving hits stationary")
-    assert (run.contact_starts("red ball", "gray ball")[0], {"object_a": "red ball", "object_b": "gray ball"}) in hits
-    assert (run.contact_starts("gray ball", "green ball")[0], {"object_a": "gray ball", "object_b": "green ball"}) in hits
+    for mover, resting in (("red ball", "gray ball"), ("gray ball", "green ball")):
+        assert (run.contact_starts(mover, resting)[0], {"object_a": mover, "object_b": resting}) in hits
 
 
 def test_moving_hits_stationary_negatives(scene):

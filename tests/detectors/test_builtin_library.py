@@ -31,7 +31,8 @@ REQUIRED = {"PATTERN", "DESCRIPTION", "DEPENDS", "PARAMS"}
 
 
 def build_manifest_module():
-    spec = importlib.util.spec_from_file_location("build_builtin_manifest", ROOT / "scripts" / "build_builtin_manifest.py")
+    script = ROOT / "scripts" / "build_builtin_manifest.py"
+    spec = importlib.util.spec_from_file_location("build_builtin_manifest", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -46,5 +46,6 @@ def detect(trace, events):
                                       & (trace.contact_a == min(a, b)) & (trace.contact_b == max(a, b)))
                 up = trace.contact_normal[rows, 1].mean() * (1 if i > j else -1)  # normals point from a to b
                 if up > 0:
-                    out.append((e, {"object_a": trace.names[i], "object_b": trace.names[j], "distance": round(float(dist), 1)}))
+                    out.append((e, {"object_a": trace.names[i], "object_b": trace.names[j],
+                                    "distance": round(float(dist), 1)}))
     return sorted(out, key=lambda ev: ev[0])

@@ -41,5 +41,6 @@ def detect(trace, events):
             if tipped.size and drop[tipped[0]:].max() >= MIN_DROP:
                 down = np.flatnonzero(trace.velocity[frame:frame + w, i, 1] <= -DOWN_SPEED)
                 done.add(i)
-                out.append((int(frame + (down[0] if down.size else 0)), {"object": trace.names[i], "hit_by": trace.names[j]}))
+                start = frame + (int(down[0]) if down.size else 0)
+                out.append((start, {"object": trace.names[i], "hit_by": trace.names[j]}))
     return sorted(out, key=lambda ev: ev[0])
