@@ -42,7 +42,6 @@ and one ``N x N`` matrix product.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence

@@ -560,11 +560,11 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
 
 
 def encode_events(events: list[tuple[int, dict]]) -> str:
-    """Canonical JSON of one trace's events: sorted by frame, then by the params' JSON
-    (keys sorted), so equal behaviour gives equal bytes whatever order a detector used."""
-    items = sorted((int(f), json.dumps(p, sort_keys=True, separators=(",", ":"), allow_nan=False))
-                   for f, p in events)
-    return "[" + ",".join(f"[{f},{text}]" for f, text in items) + "]"
+    """Canonical JSON of one trace's events: sorted by frame (stable, so events of one
+    frame keep the detector's order), params with sorted keys. One ``json.dumps`` per
+    trace: a per-event canonical sort would cost more than the detector."""
+    ordered = sorted(([int(f), p] for f, p in events), key=lambda e: e[0])
+    return json.dumps(ordered, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def main() -> None:

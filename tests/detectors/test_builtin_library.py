@@ -173,3 +173,22 @@ def test_detectors_do_not_write_to_the_trace(builtin_library, scene):
     for n, arr in before.items():
         assert np.array_equal(getattr(run.trace, n), arr)
     assert events["opposing motion"]
+
+
+def test_three_dimensional_traces_do_not_break_any_detector(builtin_library, scene):
+    """The library is written for planar (y up) scenes; on a 3-D trace (here a planar rollout lifted
+    into 3-D) detectors must still run, and the dimension-free ones still fire."""
+    import dataclasses
+
+    flat = scene("relay").trace
+    pad = lambda a: np.concatenate([a, np.zeros(a.shape[:-1] + (1,))], axis=-1)  # noqa: E731
+    spin = np.zeros(flat.angular_velocity.shape + (3,))
+    spin[..., 2] = flat.angular_velocity
+    lifted = dataclasses.replace(
+        flat, position=pad(flat.position), velocity=pad(flat.velocity), angular_velocity=spin,
+        contact_point=pad(flat.contact_point), contact_normal=pad(flat.contact_normal),
+    )
+    ann = annotate(lifted, builtin_library)
+    assert not ann.errors
+    fired = {e.pattern for e in ann.events}
+    assert {"collision start", "bounce", "moving hits stationary", "collision relay", "airborne"} <= fired

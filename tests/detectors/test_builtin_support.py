@@ -3,8 +3,6 @@ construction."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from simpatterns.simulators.phyre.physics import DT, FRICTION, GRAVITY

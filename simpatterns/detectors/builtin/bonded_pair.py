@@ -39,11 +39,11 @@ def detect(trace, events):
             if stop - start < min_frames:
                 continue
             dv = trace.velocity[start:stop, i] - trace.velocity[start:stop, j]
-            together = (dv[:, 0] ** 2 + dv[:, 1] ** 2 < REL_SPEED ** 2).astype(np.int8)
+            together = ((dv ** 2).sum(axis=1) < REL_SPEED ** 2).astype(np.int8)
             edge = np.diff(np.concatenate(([0], together, [0])))
             mid = (trace.position[start:stop, i] + trace.position[start:stop, j]) / 2
             for s, e in zip(np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)):
                 step = np.diff(mid[s:e], axis=0)
-                if e - s >= min_frames and np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum() >= MIN_TRAVEL:
+                if e - s >= min_frames and np.sqrt((step ** 2).sum(axis=1)).sum() >= MIN_TRAVEL:
                     out.append((start + int(s), {"object_a": name_a, "object_b": name_b, "frames": int(e - s)}))
     return sorted(out, key=lambda ev: ev[0])

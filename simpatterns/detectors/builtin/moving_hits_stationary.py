@@ -18,7 +18,7 @@ RESPONSE_FRAMES = 5  # frames after the contact to reach it
 
 def speed(trace, i, frames):
     v = trace.velocity[frames, i]
-    return np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2)
+    return np.sqrt((v ** 2).sum(axis=-1))
 
 
 def detect(trace, events):

@@ -19,7 +19,7 @@ WINDOW_SECONDS = 0.5  # the push travels through a support or a stack within thi
 
 def speed(trace, i, frames):
     v = trace.velocity[frames, i]
-    return np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2)
+    return np.sqrt((v ** 2).sum(axis=-1))
 
 
 def detect(trace, events):

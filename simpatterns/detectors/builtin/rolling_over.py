@@ -16,6 +16,8 @@ MERGE_GAP = 2  # frames apart that still count as one contact (small hops on a r
 
 
 def detect(trace, events):
+    if trace.dim != 2:  # "up" is +y: planar traces only
+        return []
     ends = {}
     for frame, p in events["collision end"]:
         ends.setdefault((p["object_a"], p["object_b"]), []).append(frame)

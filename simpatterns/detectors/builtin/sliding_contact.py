@@ -43,7 +43,7 @@ def detect(trace, events):
     dyn = np.flatnonzero(trace.dynamic_mask)
     vd = np.take(trace.velocity, dyn, axis=1)
     moving = np.zeros((T, N), dtype=bool)  # fixed bodies never move
-    moving[:, dyn] = np.hypot(vd[..., 0], vd[..., 1]) >= STILL_SPEED
+    moving[:, dyn] = vd[..., 0] ** 2 + vd[..., 1] ** 2 >= STILL_SPEED ** 2
     f = trace.contact_frame.astype(np.int64)
     a, b = trace.contact_a.astype(np.int64), trace.contact_b.astype(np.int64)
     a_moves, b_moves = moving.ravel()[f * N + a], moving.ravel()[f * N + b]
@@ -64,6 +64,6 @@ def detect(trace, events):
     for k, s, e in zip(key.tolist(), start, stop):
         i, j = divmod(k, N)
         step = np.diff(trace.position[s:e, i] - trace.position[s:e, j], axis=0)
-        if e - s >= min_frames and np.hypot(step[:, 0], step[:, 1]).sum() >= MIN_TRAVEL:
+        if e - s >= min_frames and np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum() >= MIN_TRAVEL:
             out.append((int(s), {"object_a": trace.names[i], "object_b": trace.names[j], "frames": int(e - s)}))
     return sorted(out, key=lambda ev: ev[0])

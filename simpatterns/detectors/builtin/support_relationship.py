@@ -34,6 +34,8 @@ def pair_runs(key, frame, num_frames, gap=0):
 
 
 def detect(trace, events):
+    if trace.dim != 2:  # "up" is +y: planar traces only
+        return []
     N = trace.num_bodies
     up = trace.contact_normal[:, 1]  # the normal points from contact_a to contact_b
     on_b, on_a = up >= UP_COS, up <= -UP_COS  # contact_b rests on contact_a, or the other way round

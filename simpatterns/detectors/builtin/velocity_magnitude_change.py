@@ -29,7 +29,7 @@ def runs(mask, gap=0):
 def detect(trace, events):
     dyn = np.flatnonzero(trace.dynamic_mask)
     v = np.take(trace.velocity, dyn, axis=1)
-    speed = np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2)  # [T, M]
+    speed = np.sqrt((v ** 2).sum(axis=2))  # [T, M]
     jump = np.abs(np.diff(speed, axis=0)) > RATE  # jump[t]: from frame t to t + 1
     out = []
     for k in np.flatnonzero(jump.any(axis=0)):

@@ -14,6 +14,8 @@ GOAL_ROLES = ("goal_object", "goal_subject")  # fixed obstacles and walls are pa
 
 
 def detect(trace, events):
+    if trace.dim != 2:  # "up" is +y: planar traces only
+        return []
     # dynamic bodies, plus a fixed goal body (PHYRE's purple) that the others can pass
     keep = [i for i, b in enumerate(trace.bodies) if b.dynamic or b.role in GOAL_ROLES]
     pairs = [(i, j) for k, i in enumerate(keep) for j in keep[k + 1:]

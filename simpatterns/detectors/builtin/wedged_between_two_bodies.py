@@ -29,6 +29,8 @@ def runs(mask, gap=0):
 
 
 def detect(trace, events):
+    if trace.dim != 2:  # "up" is +y: planar traces only
+        return []
     T, N = trace.num_frames, trace.num_bodies
     f, a, b, n = trace.contact_frame.astype(int), trace.contact_a, trace.contact_b, trace.contact_normal
     at_a, at_b = f * N + a, f * N + b  # the normal points from a into b
