@@ -13,7 +13,8 @@ detectors vectorise over frames and bodies:
   ``contact_frame[K]``, ``contact_a[K]``, ``contact_b[K]`` (body indices,
   ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (from a
   towards b), ``contact_impulse[K]`` (normal+tangent impulse magnitude
-  applied during that step).
+  applied during that step). Rows are sorted by (frame, a, b), so
+  ``np.searchsorted(contact_frame, f)`` finds a frame's rows.
 - ``events``: raw simulator events, ``RawEvent(kind, frame, params)`` with kinds
   ``CollisionStart``, ``CollisionEnd`` and ``TaskComplete``.
 - ``meta``: simulator, template, variant, seed, action, dt, stride, world size,
