@@ -45,6 +45,29 @@ class PatternEvent:
     def sort_key(self) -> tuple[int, str, str]:
         return (self.frame, self.pattern, params_key(self.params))
 
+
+def sort_events(events: Iterable[PatternEvent]) -> list[PatternEvent]:
+    """``sorted(events, key=PatternEvent.sort_key)``, computing the params' JSON text only for
+    events that tie on (frame, pattern): the same order (both sorts are stable), at a fraction
+    of the cost."""
+    out = sorted(events, key=_frame_pattern)
+    keys = [(e.frame, e.pattern) for e in out]
+    start = 0
+    for k in range(1, len(out) + 1):
+        if k == len(out) or keys[k] != keys[start]:
+            if k - start > 1:
+                out[start:k] = sorted(out[start:k], key=_params_text)
+            start = k
+    return out
+
+
+def _frame_pattern(e: PatternEvent) -> tuple[int, str]:
+    return (e.frame, e.pattern)
+
+
+def _params_text(e: PatternEvent) -> str:
+    return params_key(e.params)
+
     def to_json(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "frame": self.frame, "params": self.params}
 
@@ -62,7 +85,7 @@ class Annotation:
     errors: dict[str, str] = field(default_factory=dict)  # pattern -> error text
 
     def __post_init__(self) -> None:
-        self.events = sorted(self.events, key=PatternEvent.sort_key)
+        self.events = sort_events(self.events)
         self._by_pattern: dict[str, list[PatternEvent]] | None = None
 
     @property
@@ -185,4 +208,4 @@ def merge_events(groups: Iterable[Iterable[PatternEvent]]) -> list[PatternEvent]
     out: list[PatternEvent] = []
     for g in groups:
         out.extend(g)
-    return sorted(out, key=PatternEvent.sort_key)
+    return sort_events(out)

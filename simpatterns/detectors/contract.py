@@ -179,6 +179,15 @@ def validate_events(
         raise DetectorError(f"detect returned {len(raw)} events, more than the limit {max_events}", pattern)
     out: list[tuple[int, dict[str, Any]]] = []
     for i, item in enumerate(raw):
+        # fast path for the common case: a (int frame, dict of plain values) tuple; anything else
+        # (numpy scalars, tuples, nested dicts, bad values) takes the full check below
+        if type(item) is tuple and len(item) == 2:
+            frame, params = item
+            if type(frame) is int and 0 <= frame < num_frames and type(params) is dict:
+                plain = _plain_fast(params)
+                if plain is not None:
+                    out.append((frame, plain))
+                    continue
         if not isinstance(item, (list, tuple)) or len(item) != 2:
             raise DetectorError(f"event {i} is {item!r}, expected (frame, params)", pattern)
         frame, params = item
@@ -193,6 +202,49 @@ def validate_events(
         if not isinstance(params, dict):
             raise DetectorError(f"event {i}: params {params!r} is not a dict", pattern)
         out.append((f, _plain(params, pattern, i)))
+    return out
+
+
+def _plain_fast(params: dict) -> dict | None:
+    """A copy of ``params`` when every key is a str and every value a str, int, bool, None, finite
+    float, or a list of those (or of such lists): exactly what `_plain` returns for them. None
+    for anything else, which then goes through `_plain` (and its error messages)."""
+    out = {}
+    for k, v in params.items():
+        t = type(v)
+        if type(k) is not str:
+            return None
+        if t is str or t is int or t is bool or v is None:
+            out[k] = v
+        elif t is float:
+            if v - v != 0.0:  # inf or nan
+                return None
+            out[k] = v
+        elif t is list:
+            v = _plain_list(v, 2)
+            if v is None:
+                return None
+            out[k] = v
+        else:
+            return None
+    return out
+
+
+def _plain_list(values: list, depth: int) -> list | None:
+    out = []
+    for v in values:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            out.append(v)
+        elif t is float and v - v == 0.0:
+            out.append(v)
+        elif t is list and depth > 1:
+            v = _plain_list(v, depth - 1)
+            if v is None:
+                return None
+            out.append(v)
+        else:
+            return None
     return out
 
 

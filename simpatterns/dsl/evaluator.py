@@ -147,11 +147,15 @@ class CompiledProgram:
         self.needs_trace = _needs_trace(root)
         self._labels: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self._views: OrderedDict[int, TraceView] = OrderedDict()
+        self._last_patterns: list[str] | None = None
+        self._last_map: dict[str, str] = {}
 
     # -------------------------------------------------------------- caches
     def _label_map(self, annotation: "Annotation | None") -> dict[str, str]:
         if annotation is None:
             return {}
+        if annotation.patterns is self._last_patterns:  # the same pattern list as last time
+            return self._last_map
         key = tuple(annotation.patterns)
         m = self._labels.get(key)
         if m is None:
@@ -159,6 +163,7 @@ class CompiledProgram:
             self._labels[key] = m
             if len(self._labels) > self._CACHE:
                 self._labels.popitem(last=False)
+        self._last_patterns, self._last_map = annotation.patterns, m
         return m
 
     def _view(self, trace: "Trace | None") -> TraceView | None:

@@ -99,7 +99,7 @@ class TraceView:
     def rows_at(self, frame: int) -> tuple[int, int]:
         """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
         cf = self.contacts()[0]
-        return int(np.searchsorted(cf, frame, "left")), int(np.searchsorted(cf, frame, "right"))
+        return int(cf.searchsorted(frame, "left")), int(cf.searchsorted(frame, "right"))
 
     @property
     def radii(self) -> np.ndarray:

@@ -152,7 +152,8 @@ def discover_cmd(
         table.add_column(col)
     for rec in job.state.done:
         prog = rec.get("program") or {}
-        fit = prog.get("fitness")
+        scored = "correlation" in (prog.get("parts") or {})
+        fit = prog.get("fitness") if scored else None
         gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5f}"
         table.add_row(escape(rec["label"]), str(rec["samples"]), "yes" if rec["accepted"] else "no",
                       "-" if fit is None else f"{fit:.5f}", gain, escape(rec.get("why") or ""))

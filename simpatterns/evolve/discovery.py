@@ -57,7 +57,7 @@ from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt, 
 from simpatterns.evolve.proposers import OfflineProposer, Proposal
 from simpatterns.evolve.reasons import Reason, Rejected
 from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
-from simpatterns.evolve.sandbox import Sandbox
+from simpatterns.evolve.sandbox import Sandbox, SandboxError
 from simpatterns.trace import Trace
 
 EventList = list[tuple[int, dict[str, Any]]]
@@ -81,16 +81,18 @@ class LabelState:
     seed_fitness: float = 0.0
     baseline: float = 0.0
     replaces: bool = False  # the label is already in the library
+    incumbent: float | None = None  # fitness of the library's current detector of the label
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec.to_json(), "index": self.index, "db": self.db.to_json(), "round": self.round,
                 "samples": self.samples, "seed_fitness": self.seed_fitness, "baseline": self.baseline,
-                "replaces": self.replaces}
+                "replaces": self.replaces, "incumbent": self.incumbent}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "LabelState":
         return cls(LabelSpec(**d["spec"]), int(d["index"]), ProgramsDatabase.from_json(d["db"]), int(d["round"]),
-                   int(d["samples"]), float(d["seed_fitness"]), float(d["baseline"]), bool(d["replaces"]))
+                   int(d["samples"]), float(d["seed_fitness"]), float(d["baseline"]), bool(d["replaces"]),
+                   d.get("incumbent"))
 
 
 class JobState:
@@ -119,8 +121,10 @@ class JobState:
             spec = LabelSpec(**rec["spec"])
             db = ProgramsDatabase(_db_config(rec["database"]))
             db.seed(Program.from_json(rec["seed_program"]))
+            incumbent = rec.get("incumbent_fitness")
             self.current = LabelState(spec, int(rec["index"]), db, seed_fitness=float(rec["seed_program"]["fitness"]),
-                                      baseline=float(rec["baseline"]), replaces=bool(rec["replaces"]))
+                                      baseline=float(rec["baseline"]), replaces=bool(rec["replaces"]),
+                                      incumbent=None if incumbent is None else float(incumbent))
             self.next_label = int(rec["index"]) + 1
         elif kind == "sample":
             cur = self._cur(rec)
@@ -503,12 +507,19 @@ class DiscoveryJob:
                                 {"fitness": floor, "rejected": outcome.reason.to_json() if outcome.reason else None},
                                 origin)
         replaces = spec.label in self.lib.library if self.lib else False
+        incumbent = None  # the library's current detector of this label: what a replacement must beat
+        if replaces and origin != "library":
+            inc = await loop.run_in_executor(executor, self._evaluate, self.lib.library.get(spec.label).source, spec)
+            incumbent = inc.parts.fitness if inc.parts is not None else None
+        elif replaces:
+            incumbent = seed_prog.fitness if outcome.parts is not None else None
         rec = {"type": "label_start", "label": spec.label, "index": index, "spec": spec.to_json(),
                "origin": origin, "seed_program": seed_prog.to_json(),
                "seed_reason": outcome.reason.to_json() if outcome.reason else None,
                "baseline": ctx.baseline, "library_correlation": ctx.library_correlation,
                "library_mean_time_s": ctx.library_mean_time_s, "library": ctx.patterns,
-               "database": _asdict(self.config.database), "replaces": replaces, "elapsed_s": self._elapsed()}
+               "database": _asdict(self.config.database), "replaces": replaces, "incumbent_fitness": incumbent,
+               "elapsed_s": self._elapsed()}
         self._commit([rec])
         if isinstance(self.proposer, OfflineProposer) and origin == "skeleton":
             cur = self.state.current
@@ -566,8 +577,14 @@ class DiscoveryJob:
                 assert item.proposal is not None
                 if item.proposal.source is None:
                     item.outcome = Outcome(reason=item.proposal.reason)
-                else:
+                    continue
+                try:
                     item.outcome = await loop.run_in_executor(executor, self._evaluate, item.proposal.source, cur.spec)
+                except SandboxError:
+                    raise  # the sandbox itself is broken (a server that cannot restart): stop the job
+                except Exception as exc:  # noqa: BLE001 - a scoring bug costs one sample, not the job
+                    item.outcome = Outcome(reason=Reason(R.SANDBOX_ERROR, f"evaluation failed: {type(exc).__name__}: "
+                                                                          f"{exc}"))
 
         consumers = [asyncio.create_task(consume()) for _ in range(max(1, cfg.workers))]
         try:
@@ -646,8 +663,8 @@ class DiscoveryJob:
         why = note
         if best is None or best.parts.get("rejected") is not None or "correlation" not in best.parts:
             why = why or "no program scored"
-        elif cur.replaces and (best.sample < 0 or best.fitness <= cur.seed_fitness):
-            why = why or "nothing beat the library's current detector"
+        elif cur.replaces and cur.incumbent is not None and best.fitness <= cur.incumbent:
+            why = why or f"nothing beat the library's current detector (fitness {cur.incumbent:.5f})"
         elif not ctx.accepts(FitnessParts(**{k: v for k, v in best.parts.items()
                                               if k in FitnessParts.__dataclass_fields__})):
             why = why or (f"best gain {best.fitness - ctx.baseline:+.5f} does not exceed "

@@ -140,6 +140,7 @@ class Server:
         self.jail = tempfile.mkdtemp(prefix="jail-", dir=root)
         os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
+        self.name_sets: list[frozenset[str]] = []
         self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
@@ -185,6 +186,7 @@ class Server:
                     self.traces = list(msg["traces"])
                     for t in self.traces:  # build cached views once, not in every child
                         t.touching_matrix()
+                    self.name_sets = [frozenset(t.names) for t in self.traces]
                     self.generation += 1
                     send(self.proto_out, {"op": "loaded", "n": len(self.traces)})
                 elif op == "deps":
@@ -498,7 +500,8 @@ def _exc_reason(exc: BaseException) -> dict[str, Any]:
 
 
 def check_events(
-    raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int
+    raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: frozenset[str] | set[str],
+    max_events: int, idx: int
 ) -> list[tuple[int, dict]] | dict[str, str]:
     """Schema-check one trace's events: the contract's `validate_events` plus the
     declared PARAMS keys and body names. Returns the plain events, or a reason dict.
@@ -547,7 +550,7 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
             t0 = time.perf_counter()
             raw = detect(trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
-            checked = check_events(raw, pattern, trace.num_frames, param_set, set(trace.names), max_events, idx)
+            checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx)
             if isinstance(checked, dict):
                 return checked, b""
             encoded[idx] = encode_events(checked)

@@ -219,10 +219,12 @@ def _build_prompt(
             advice = R.ADVICE.get(code, "")
             parts.append(f"- {code}: {detail}" + (f" ({advice})" if advice else ""))
         parts.append("")
+    # Only the order is shown, not the scores: scores include a measured run time, and a
+    # prompt that depends on timing could not be replayed from a transcript.
     parts.append("Earlier versions, from worse to better:")
     for i, v in enumerate(versions):
-        score = "not scored" if v.fitness is None else f"fitness {v.fitness:.4f}"
-        parts.append(f"\n# version {i} ({score})\n```python\n{rename_detect(v.source, f'detect_v{i}').strip()}\n```")
+        note = " (no score yet: it never fired, or it failed)" if v.fitness is None else ""
+        parts.append(f"\n# version {i}{note}\n```python\n{rename_detect(v.source, f'detect_v{i}').strip()}\n```")
     best = versions[-1].source
     depends, params = _declared(best, spec)
     parts.append(

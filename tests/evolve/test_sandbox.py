@@ -126,3 +126,25 @@ def test_events_hash_is_the_same_in_the_sandbox_and_the_fitness(sandbox):
     other = GOOD.replace("for j, name in enumerate(trace.names):", "for j in range(len(trace.names)):\n"
                          "        name = trace.names[j]")
     assert sandbox.evaluate(other, "fast", ["object", "n_collisions"], ["collision start"]).events_hash == res.events_hash
+
+
+def test_parent_kills_and_restarts_a_hung_server(traces):
+    import signal
+
+    limits = SandboxLimits(timeout_s=1.0, smoke_timeout_s=1.0, server_grace_s=1.0)
+    sb = Sandbox(traces[:3], workers=1, limits=limits)
+    try:
+        [server] = sb.server_pids
+        os.kill(server, signal.SIGSTOP)  # a server that no longer answers
+        t0 = time.time()
+        res = sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"])
+        assert res.reason.code == R.TIMEOUT and "restarted" in res.reason.detail
+        assert time.time() - t0 < 10
+        assert sb.server_pids != [server] and alive([server]) == []
+        assert sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"]).ok
+    finally:
+        sb.close()
+    deadline = time.time() + 5
+    while alive(sb.pids_seen) and time.time() < deadline:
+        time.sleep(0.05)
+    assert alive(sb.pids_seen) == []
