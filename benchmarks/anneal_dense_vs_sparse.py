@@ -39,6 +39,7 @@ import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,14 +95,33 @@ def objective(part: str, goal: str, arm: str) -> Objective:
             else:
                 _CACHE[key] = Objective(scene, reward="goal", goal=bucket_goal(k), stop_when_settled=True)
         else:
-            t, v = goal.split(":")
-            scene = get_template(t).variant_scene(int(v))
+            scene = task_scene(goal)
             if arm == "dense":
                 _CACHE[key] = Objective(scene, program=task_program_text(scene), reward="score",
                                         goal=_TaskSuccess(), stop_when_settled=True)
             else:
                 _CACHE[key] = Objective(scene, reward="task", stop_when_settled=True)
     return _CACHE[key]
+
+
+VARIANT_CHECKPOINTS = ROOT / "build" / "variants"
+
+
+def task_rows(template: str) -> list[dict]:
+    """Verified variants of a template: the shipped table, else the variant builder's
+    checkpoint (``scripts/build_variants.py`` writes build/variants/<id>.json)."""
+    rows = get_template(template).variants()
+    if rows:
+        return rows
+    ckpt = VARIANT_CHECKPOINTS / f"{template}.json"
+    if ckpt.exists():
+        return json.loads(ckpt.read_text()).get("rows", [])
+    return []
+
+
+def task_scene(task: str):
+    t, v = task.split(":")
+    return get_template(t).scene(task_rows(t)[int(v)]["params"], variant=int(v))
 
 
 class _TaskSuccess:
@@ -175,21 +195,31 @@ def run_all(jobs: list[Job], out: Path, workers: int, config: AnnealConfig) -> d
     todo.sort(key=lambda j: -j.budget)
     t0 = time.perf_counter()
     done = 0
-    with open(path, "a") as fh, ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool:
-        pending = {pool.submit(run_job, j, config) for j in todo}
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                row = fut.result()
-                fh.write(json.dumps(row) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-                runs[row["key"]] = row
-                done += 1
-                if done % 20 == 0 or not pending:
-                    el = time.perf_counter() - t0
-                    print(f"  {done}/{len(todo)} runs, {el:.0f} s, ~{el / done * (len(todo) - done):.0f} s left",
-                          flush=True)
+    total = len(todo)
+    with open(path, "a") as fh:
+        for attempt in range(4):  # a worker killed from outside (e.g. out of memory) costs a pool, not the job
+            try:
+                with ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool:
+                    pending = {pool.submit(run_job, j, config) for j in todo}
+                    while pending:
+                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in finished:
+                            row = fut.result()
+                            fh.write(json.dumps(row) + "\n")
+                            fh.flush()
+                            os.fsync(fh.fileno())
+                            runs[row["key"]] = row
+                            done += 1
+                            if done % 20 == 0 or done == total:
+                                el = time.perf_counter() - t0
+                                print(f"  {done}/{total} runs, {el:.0f} s, ~{el / done * (total - done):.0f} s left",
+                                      flush=True)
+                break
+            except BrokenProcessPool:
+                todo = [j for j in todo if j.key not in runs]
+                print(f"  a worker died; restarting the pool for the {len(todo)} runs left", flush=True)
+        else:
+            raise RuntimeError("the process pool broke four times; giving up (rerun to resume)")
     return runs
 
 
@@ -236,7 +266,7 @@ def samples_to_match(r: dict, goal: str, budgets: list[int]) -> tuple[float, int
     return target, None
 
 
-def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], settle: dict | None,
+def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], settle: dict,
            docs: bool) -> str:
     budgets = [int(b) for b in args.budgets.split(",")]
     goals = ["1", "2", "3"]
@@ -258,8 +288,10 @@ def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], s
         "",
     ]
     if settle:
-        lines += [f"Rollouts end once every body rests (`stop_when_settled`); on {settle['total']} random actions "
-                  f"the outcome was the same as a full 1000-step rollout in {settle['agree']}.", ""]
+        agree = sum(v["agree"] for v in settle.values())
+        total = sum(v["total"] for v in settle.values())
+        lines += [f"Rollouts end once every body rests (`stop_when_settled`); on {total} random actions "
+                  f"({len(settle)} scenes) the outcome was the same as a full 1000-step rollout in {agree}.", ""]
     header = "| budget | " + " | ".join(f"{a} (all goals)" for a in arms) + " | gap dense − sparse | " + \
         " | ".join(f"bucket {g}: " + " / ".join(arms) for g in goals) + " |"
     lines += ["## Success rate by budget", "", header, "|" + "---|" * (header.count("|") - 1)]
@@ -296,7 +328,8 @@ def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], s
         tb = [int(b) for b in args.template_budgets.split(",")]
         rt = rates(runs, "templates", ["dense", "sparse"], tb, templates, args.template_seeds)
         lines += ["## PHYRE templates, the task's own success as goal", "",
-                  f"Tasks: {', '.join(templates)} (shipped variants); {args.template_seeds} seeds each. "
+                  f"Tasks: {', '.join(templates)} (verified variants: solvable, solved by < 10% of random "
+                  f"actions); {args.template_seeds} seeds each. "
                   "**dense**: `task_program_text` (closest approach of the goal bodies + touching at the end); "
                   "**sparse**: PHYRE's success. Success = the chosen action solves the task.", "",
                   "| budget | dense | sparse | " + " | ".join(templates) + " |",
@@ -379,20 +412,24 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def template_sample(n: int, seed: int) -> list[str]:
-    """Up to n templates with shipped variants (one variant each), spread by a seeded draw."""
+    """Up to n template tasks "T:V" with verified variants, one variant per template
+    (several per template only when fewer templates have variants), by a seeded draw."""
     rng = np.random.default_rng(seed)
-    have = [t for t in TEMPLATES if TEMPLATES[t].num_variants > 0]
+    have = {t: len(task_rows(t)) for t in TEMPLATES}
+    have = {t: k for t, k in have.items() if k}
     if not have:
         return []
-    if len(have) >= n:
-        picks = sorted(rng.choice(len(have), n, replace=False).tolist())
-        return [f"{have[i]}:{int(rng.integers(TEMPLATES[have[i]].num_variants))}" for i in picks]
-    # fewer templates than asked: take several variants of those there are
-    out: list[str] = []
-    for k in range(n):
-        t = have[k % len(have)]
-        out.append(f"{t}:{(k // len(have) * 7) % TEMPLATES[t].num_variants}")
-    return sorted(set(out))
+    ids = sorted(have)
+    if len(ids) >= n:
+        picks = sorted(rng.choice(len(ids), n, replace=False).tolist())
+        return [f"{ids[i]}:{int(rng.integers(have[ids[i]]))}" for i in picks]
+    out: set[str] = set()
+    k = 0
+    while len(out) < min(n, sum(have.values())):
+        t = ids[k % len(ids)]
+        out.add(f"{t}:{int(rng.integers(have[t]))}")
+        k += 1
+    return sorted(out)
 
 
 def main() -> None:
@@ -409,6 +446,7 @@ def main() -> None:
     p.add_argument("--no-templates", action="store_true")
     p.add_argument("--templates", type=int, default=6, help="how many template tasks to sample")
     p.add_argument("--template-seeds", type=int, default=10)
+    p.add_argument("--resample", action="store_true", help="draw the template tasks again (e.g. after new variants)")
     p.add_argument("--template-budgets", default=",".join(map(str, TEMPLATE_BUDGETS)))
     p.add_argument("--verify-settle", type=int, default=30, help="random actions per scene for the settle check")
     p.add_argument("--report-only", action="store_true")
@@ -423,19 +461,30 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     config = AnnealConfig(t_start=args.t_start, t_end=args.t_end, step_size=args.step_size,
                           step_decay=args.step_decay)
-    templates = [] if args.no_templates else template_sample(args.templates, seed=1)
+    chosen = out / "templates.json"  # the sample is fixed at the first run: later runs and reports reuse it
+    if args.no_templates:
+        templates: list[str] = []
+    elif chosen.exists() and not args.resample:
+        templates = json.loads(chosen.read_text())
+    else:
+        templates = template_sample(args.templates, seed=1)
+        _atomic_write(chosen, json.dumps(templates))
     meta_path = out / "settle.json"
-    settle = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    settle: dict[str, dict[str, int]] = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if "agree" in settle:  # an earlier run's single total: redo the check per scene
+        settle = {}
     if not args.report_only:
-        if settle is None and args.verify_settle > 0:
+        needed = {"buckets": (three_buckets(), _BucketOutcome())}
+        needed.update({t: (task_scene(t), _TaskSuccess()) for t in templates})
+        missing = [k for k in needed if k not in settle]
+        if missing and args.verify_settle > 0:
             t0 = time.perf_counter()
-            pairs = [(three_buckets(), _BucketOutcome())]
-            pairs += [(get_template(t.split(":")[0]).variant_scene(int(t.split(":")[1])), _TaskSuccess())
-                      for t in templates]
-            settle = verify_settle(pairs, args.verify_settle)
+            for k in missing:
+                settle[k] = verify_settle([needed[k]], args.verify_settle, seed=len(k))
             _atomic_write(meta_path, json.dumps(settle))
-            print(f"settle check: {settle['agree']}/{settle['total']} outcomes agree "
-                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+            print(f"settle check on {', '.join(missing)}: {sum(settle[k]['agree'] for k in missing)}/"
+                  f"{sum(settle[k]['total'] for k in missing)} outcomes agree ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
         jobs = [Job("buckets", g, a, b, s) for g in ("1", "2", "3") for a in arms for b in budgets
                 for s in range(args.seeds)]
         tb = [int(b) for b in args.template_budgets.split(",")]

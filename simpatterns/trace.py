@@ -152,7 +152,12 @@ class Trace:
             dup = sorted({n for n in names if names.count(n) > 1})
             raise ValueError(f"body names must be unique; repeated: {dup}")
         self._index = {n: i for i, n in enumerate(names)}
+        self._names = tuple(names)
+        # derived arrays computed on first use; a trace is not changed after construction
         self._touch_cache: np.ndarray | None = None
+        self._dynamic_cache: np.ndarray | None = None
+        self._speed_cache: np.ndarray | None = None
+        self._contact_key_cache: tuple[np.ndarray, np.ndarray | None] | None = None
 
     # ------------------------------------------------------------------ shape
     @property
@@ -178,12 +183,14 @@ class Trace:
     @property
     def names(self) -> list[str]:
         """Body names in index order."""
-        return [b.name for b in self.bodies]
+        return list(self._names)
 
     @property
     def dynamic_mask(self) -> np.ndarray:
         """Boolean ``[N]``: which bodies can move."""
-        return np.array([b.dynamic for b in self.bodies], dtype=bool)
+        if self._dynamic_cache is None:
+            self._dynamic_cache = np.array([b.dynamic for b in self.bodies], dtype=bool)
+        return self._dynamic_cache.copy()
 
     def body_index(self, name: str) -> int:
         """Index of the body called ``name`` (case-insensitive); KeyError lists the names."""
@@ -209,8 +216,9 @@ class Trace:
     # ------------------------------------------------------------ kinematics
     def speed(self, body: int | str | None = None) -> np.ndarray:
         """Linear speed: ``[T, N]``, or ``[T]`` for one body (index or name)."""
-        v = self.velocity if body is None else self.velocity[:, self._as_index(body)]
-        return np.linalg.norm(v, axis=-1)
+        if self._speed_cache is None:
+            self._speed_cache = np.linalg.norm(self.velocity, axis=-1)
+        return (self._speed_cache if body is None else self._speed_cache[:, self._as_index(body)]).copy()
 
     def kinetic_energy_proxy(self) -> np.ndarray:
         """Per-frame sum of squared speeds of dynamic bodies, ``[T]`` (unit mass)."""
@@ -226,13 +234,36 @@ class Trace:
         return int(self.contact_frame.shape[0])
 
     def touching_matrix(self) -> np.ndarray:
-        """Boolean ``[T, N, N]`` (symmetric): bodies i, j touch at frame t."""
+        """Boolean ``[T, N, N]`` (symmetric, read-only): bodies i, j touch at frame t."""
         if self._touch_cache is None:
             m = np.zeros((self.num_frames, self.num_bodies, self.num_bodies), dtype=bool)
             m[self.contact_frame, self.contact_a, self.contact_b] = True
             m[self.contact_frame, self.contact_b, self.contact_a] = True
             self._touch_cache = m
+        self._touch_cache.flags.writeable = False  # shared by every caller (also after unpickling)
         return self._touch_cache
+
+    def contact_row(self, frame: Any, a: Any, b: Any) -> np.ndarray:
+        """Row index of the contact of bodies a and b (indices, either order) at ``frame``, or -1
+        where they do not touch; arguments are ints or equal-length int arrays (vectorised lookup)."""
+        if self._contact_key_cache is None:
+            key = self._contact_key(self.contact_frame, self.contact_a, self.contact_b)
+            order = None
+            if key.size > 1 and (key[1:] < key[:-1]).any():  # rows not in the documented order
+                order = np.argsort(key, kind="stable")
+                key = key[order]
+            self._contact_key_cache = (key, order)
+        key, order = self._contact_key_cache
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        want = self._contact_key(np.asarray(frame, dtype=np.int64), np.minimum(a, b), np.maximum(a, b))
+        pos = np.minimum(np.searchsorted(key, want), max(key.size - 1, 0))
+        found = key[pos] == want if key.size else np.zeros(want.shape, dtype=bool)
+        rows = pos if order is None else order[pos]
+        return np.where(found, rows, -1)
+
+    def _contact_key(self, frame: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        n = self.num_bodies
+        return (frame.astype(np.int64) * n + a) * n + b
 
     def touching(self, frame: int) -> list[tuple[str, str]]:
         """Name pairs in contact at ``frame`` (each pair once, index order)."""

@@ -45,6 +45,9 @@ class PatternEvent:
     def sort_key(self) -> tuple[int, str, str]:
         return (self.frame, self.pattern, params_key(self.params))
 
+    def to_json(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "frame": self.frame, "params": self.params}
+
 
 def sort_events(events: Iterable[PatternEvent]) -> list[PatternEvent]:
     """``sorted(events, key=PatternEvent.sort_key)``, computing the params' JSON text only for
@@ -67,9 +70,6 @@ def _frame_pattern(e: PatternEvent) -> tuple[int, str]:
 
 def _params_text(e: PatternEvent) -> str:
     return params_key(e.params)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "frame": self.frame, "params": self.params}
 
 
 @dataclass

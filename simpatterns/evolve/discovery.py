@@ -308,6 +308,7 @@ class DiscoveryJob:
 
     async def arun(self) -> PatternLibrary:
         base_times = self._start_or_resume()
+        self._remove_stale_sandbox()
         self.sandbox = self.sandbox_factory(self.traces, workers=self.config.workers, limits=self.config.sandbox)
         self.sandbox_root = self.sandbox.root
         self.log.dir.mkdir(parents=True, exist_ok=True)
@@ -332,6 +333,23 @@ class DiscoveryJob:
         return self.lib.library
 
     # -------------------------------------------------------- start / resume
+    def _remove_stale_sandbox(self) -> None:
+        """A session killed with SIGKILL could not remove its sandbox directory (its servers
+        remove what they can when they notice); remove what is left once nothing uses it."""
+        path = self.log.dir / "session.json"
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        root = old.get("sandbox_root")
+        if not root or not Path(root).name.startswith("simpatterns-sandbox-") or not Path(root).is_dir():
+            return
+        if any(_alive(pid) for pid in old.get("servers", [])):
+            return
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
     def _job_record(self, base_times: dict[str, float]) -> dict[str, Any]:
         return {
             "format": "simpatterns-evolve-run",
@@ -713,6 +731,16 @@ class DiscoveryJob:
         specs = parse_proposed_labels(text, taken, self.config.self_discovery)
         self._commit([{"type": "proposed_labels", "labels": [s.to_json() for s in specs],
                        "prompt_hash": request.prompt_hash, "answer": text[:4000]}])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, OverflowError):
+        return True
+    return True
 
 
 def _asdict(obj: Any) -> dict[str, Any]:

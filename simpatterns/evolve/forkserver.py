@@ -2,17 +2,19 @@
 
 The parent (`simpatterns.evolve.sandbox.SandboxWorker`) starts this module in
 an isolated interpreter with a scrubbed environment and its own session. It
-imports numpy once, receives the job's traces once, and then forks one child
-per candidate, so a candidate costs a fork, not an interpreter start.
+imports numpy once, receives the job's traces once, and keeps one child
+forked and confined ahead of time (the spare), so a candidate costs a pipe
+round trip, not an interpreter start or even a fork on its critical path.
 
-Each child, before running any candidate code:
+Each child, before it reads its candidate:
 
 - starts its own session (``setsid``: pgid = pid) so it is killed as a group;
-- points stdin at /dev/null and stdout/stderr at a capped file in a fresh
-  empty directory, and closes every other descriptor but its result pipe;
-- when running as root: ``chroot``s into that empty directory and drops to
-  the ``nobody`` user (no capabilities, so RLIMIT_NPROC is enforced and no
-  file outside is visible: /etc/passwd, the library, the traces on disk);
+- points stdin at /dev/null and stdout/stderr at an anonymous in-memory file
+  (``memfd``, capped by RLIMIT_FSIZE), and closes every other descriptor but
+  its job and result pipes;
+- when running as root: ``chroot``s into an empty read-only directory and
+  drops to the ``nobody`` user (no capabilities, so RLIMIT_NPROC is enforced
+  and no file outside is visible: /etc/passwd, the library, the traces on disk);
 - sets RLIMIT_CPU, RLIMIT_AS (current size + the memory budget),
   RLIMIT_FSIZE (output cap), RLIMIT_NPROC = 1 (no fork, no threads),
   RLIMIT_NOFILE and RLIMIT_CORE = 0;
@@ -22,10 +24,10 @@ Each child, before running any candidate code:
 The server itself runs in a fresh network namespace when the kernel allows
 it (root), so children have no network at all. The server enforces the
 wall clock (a short deadline until the smoke traces are done, then the
-full one), kills the child's process group, reaps it and removes its
-directory. Messages to and from the parent are length-prefixed pickles
-(the parent and this server are trusted); a child's result is JSON,
-size-capped, parsed here and checked again by the parent.
+full one), kills the child's process group and reaps it. Messages between
+the parent and this server are length-prefixed pickles (both are trusted
+code); a child's result is JSON, size-capped here and parsed and checked
+by the parent.
 """
 
 from __future__ import annotations
@@ -578,6 +580,7 @@ def main() -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="simpatterns-sandbox-")
+    index = sys.argv[2] if len(sys.argv) > 2 else "0"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     server = Server(proto_in, proto_out, root)
     server.isolate_network()
@@ -586,6 +589,17 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - report and die; the parent restarts us
         traceback.print_exc()
         sys.exit(1)
+    # A normal end (quit, or the parent is gone: EOF). If the parent was killed it
+    # cannot clean up, so every server removes what it made; the last one the root.
+    shutil.rmtree(server.jail, ignore_errors=True)
+    try:
+        os.unlink(os.path.join(root, f"server-{index}.log"))
+    except OSError:
+        pass
+    try:
+        os.rmdir(root)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

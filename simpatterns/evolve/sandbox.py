@@ -129,7 +129,7 @@ class SandboxWorker:
         stderr = open(self._stderr_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root],
+                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,

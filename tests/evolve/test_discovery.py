@@ -285,6 +285,10 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_library(trace_dir, built
             while processes_mentioning(session["sandbox_root"]) and time.time() < deadline:
                 time.sleep(0.1)
             assert not processes_mentioning(session["sandbox_root"])
+            deadline = time.time() + 5  # and removed their sandbox directory on the way out
+            while Path(session["sandbox_root"]).exists() and time.time() < deadline:
+                time.sleep(0.05)
+            assert not Path(session["sandbox_root"]).exists()
         resumed = _in_process(trace_dir, labels, config, base_dir, tmp_path / "cut", run, server.base_url, resume=True)
         ref = _in_process(trace_dir, labels, config, base_dir, tmp_path / "ref", tmp_path / "ref.run", server.base_url)
     assert _library_view(tmp_path / "cut") == _library_view(tmp_path / "ref")
