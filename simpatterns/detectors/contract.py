@@ -45,15 +45,21 @@ class DetectorError(ValueError):
 
 @dataclass
 class Detector:
-    """A loaded detector: its declared names plus the callable ``detect``."""
+    """A loaded detector: its declared names plus the callable ``detect``.
+
+    ``trusted=False`` marks LLM-written code that was only checked statically
+    (`untrusted_detector`): ``detect`` is None and the detector runs only in the
+    evolver's sandbox (the annotator sends it there).
+    """
 
     pattern: str
     description: str
     depends: list[str]
     params: list[str]
     source: str
-    detect: DetectFn = field(repr=False)
+    detect: DetectFn | None = field(repr=False)
     filename: str = "<detector>"
+    trusted: bool = True
 
     @property
     def source_hash(self) -> str:
@@ -165,6 +171,39 @@ def load_detector(source: str, filename: str = "<detector>") -> Detector:
         source=source,
         detect=detect,
         filename=filename,
+    )
+
+
+def untrusted_detector(source: str, filename: str = "<detector>") -> Detector:
+    """Check untrusted (LLM-written) detector source without executing it.
+
+    The same static checks as `load_detector` plus the evolver's AST gate
+    (`simpatterns.evolve.gate.check_candidate`); raises `DetectorError` naming the
+    file, line and reason. The result has ``detect=None`` and ``trusted=False``:
+    only the sandbox may run it. The gate is a filter, not the boundary.
+    """
+    from simpatterns.evolve.gate import check_candidate  # evolve imports this module: import late
+    from simpatterns.evolve.reasons import Rejected
+
+    values = declared_names(source, filename)
+    check_imports(source, filename)
+    try:
+        check_candidate(source, max_lines=2000)
+    except Rejected as exc:
+        detail = exc.reason.detail
+        line = detail.split(":", 1)[0][len("line "):] if detail.startswith("line ") else ""
+        where = f"{filename}:{line}" if line.isdigit() else filename
+        raise DetectorError(f"untrusted detector rejected by the AST gate ({exc.reason.short()})",
+                            where, "source") from None
+    return Detector(
+        pattern=normalize_label(values["PATTERN"]),
+        description=values["DESCRIPTION"].strip(),
+        depends=[normalize_label(d) for d in values["DEPENDS"]],
+        params=list(values["PARAMS"]),
+        source=source,
+        detect=None,
+        filename=filename,
+        trusted=False,
     )
 
 

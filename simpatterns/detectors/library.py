@@ -23,9 +23,22 @@ dependencies, cycles) and raises `LibraryError` naming the file, field or
 patterns at fault. Patterns run in a topological order that keeps manifest
 order among independent patterns, so the order is deterministic.
 
-Detectors in a library are executed in-process (`load_detector`): only
-built-in, hand-written or already-accepted evolved detectors belong here;
-candidates under evaluation go through the evolver's sandbox.
+Trust. Code written by an LLM is untrusted and runs only in the evolver's
+sandbox. A record is *untrusted* when its provenance is ``evolved`` or it
+carries the ``evolve`` record the discovery driver writes (an LLM wrote the
+code, whatever the label's origin). Loading never executes an untrusted
+source: it is checked statically (`contract.untrusted_detector`: the declared
+names, the imports and the evolver's AST gate) and held as a `Detector` with
+``detect=None, trusted=False``; the annotator runs it in the sandbox.
+Everything else is *trusted* and executed in-process by `load_detector`: the
+built-in library shipped with the package (guided and self-discovered
+detectors reviewed into it) and ``guided``/``self-discovered``/``hand-written``
+records of a user's library. ``hand-written`` means the user vouches for the
+code: editing a manifest's provenance is a statement of trust.
+``PatternLibrary.load(path, trust_evolved=True)`` (CLI ``--trust-evolved``)
+opts in to running untrusted code in-process, faster and with full access to
+the files, network and credentials of the process: use it only for code you
+have read.
 """
 
 from __future__ import annotations
@@ -47,13 +60,22 @@ from simpatterns.detectors.contract import (
     load_detector,
     normalize_label,
     source_hash,
+    untrusted_detector,
 )
 
 LIBRARY_FORMAT = "simpatterns-library"
 LIBRARY_VERSION = 1
 MANIFEST = "library.json"
 PROVENANCES = ("guided", "self-discovered", "hand-written", "evolved")
+UNTRUSTED_PROVENANCES = frozenset({"evolved"})  # written by an LLM: sandbox only
+EVOLVE_RECORD = "evolve"  # manifest key the discovery driver adds to every detector it accepted
+
+
+def is_untrusted_record(rec: dict[str, Any]) -> bool:
+    """True for a manifest record of LLM-written code (see the module docstring)."""
+    return rec.get("provenance") in UNTRUSTED_PROVENANCES or EVOLVE_RECORD in rec
 BUILTIN_PACKAGE = "simpatterns.detectors.builtin"
+SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
 class LibraryError(ValueError):
@@ -99,19 +121,20 @@ def _check_provenance(provenance: str, where: str) -> str:
     return provenance
 
 
-_DETECTOR_CACHE: dict[tuple[str, str], Detector] = {}
+_DETECTOR_CACHE: dict[tuple[str, str, bool], Detector] = {}
 _DETECTOR_CACHE_SIZE = 4096
 
 
-def _load_cached(source: str, filename: str) -> Detector:
-    """`load_detector` memoised on (file name, full source hash): parsing and checking the
-    built-in library's sources costs about 20 ms a file, and libraries are loaded often
-    (every worker, every evolver step). Detectors are programs that do not change once
-    loaded, so libraries may share them."""
-    key = (filename, hashlib.sha256(source.encode()).hexdigest())
+def _load_cached(source: str, filename: str, trusted: bool = True) -> Detector:
+    """`load_detector` (or `untrusted_detector`, which executes nothing) memoised on
+    (file name, full source hash, trust): parsing and checking the built-in library's
+    sources costs about 20 ms a file, and libraries are loaded often (every worker,
+    every evolver step). Detectors are programs that do not change once loaded, so
+    libraries may share them."""
+    key = (filename, hashlib.sha256(source.encode()).hexdigest(), trusted)
     det = _DETECTOR_CACHE.get(key)
     if det is None:
-        det = load_detector(source, filename=filename)
+        det = load_detector(source, filename=filename) if trusted else untrusted_detector(source, filename)
         if len(_DETECTOR_CACHE) >= _DETECTOR_CACHE_SIZE:
             _DETECTOR_CACHE.pop(next(iter(_DETECTOR_CACHE)))
         _DETECTOR_CACHE[key] = det
@@ -139,11 +162,17 @@ class PatternLibrary:
         self._entries: dict[str, PatternEntry] = {}
         self._order: list[str] | None = None
         self.path: Path | None = None
+        # True: untrusted (LLM-written) detectors run in-process too (the user opted in)
+        self.trust_evolved = False
 
     # ----------------------------------------------------------- construction
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "PatternLibrary":
-        """Load a library directory (or its ``library.json``)."""
+    def load(cls, path: str | os.PathLike, trust_evolved: bool = False) -> "PatternLibrary":
+        """Load a library directory (or its ``library.json``).
+
+        Untrusted (LLM-written) detectors are checked statically, never executed;
+        ``trust_evolved=True`` loads them in-process like trusted code: only for code
+        you have read (it runs with this process's files, network and credentials)."""
         path = Path(path)
         if not path.exists():
             raise LibraryError(f"{path}: no such library directory or manifest")
@@ -157,7 +186,8 @@ class PatternLibrary:
             manifest = json.loads(text)
         except json.JSONDecodeError as exc:
             raise LibraryError(f"{manifest_path}:{exc.lineno}:{exc.colno}: manifest is not JSON ({exc.msg})") from exc
-        lib = cls._from_manifest(manifest, str(manifest_path), lambda name: (directory / name).read_text())
+        lib = cls._from_manifest(manifest, str(manifest_path), lambda name: (directory / name).read_text(),
+                                 trust_evolved=trust_evolved)
         lib.path = directory
         return lib
 
@@ -173,7 +203,9 @@ class PatternLibrary:
             manifest = json.loads(manifest_res.read_text())
         except json.JSONDecodeError as exc:
             raise LibraryError(f"{where}:{exc.lineno}:{exc.colno}: manifest is not JSON ({exc.msg})") from exc
-        lib = cls._from_manifest(manifest, where, lambda name: root.joinpath(name).read_text())
+        # package code, reviewed before it shipped: trusted whatever its provenance
+        lib = cls._from_manifest(manifest, where, lambda name: root.joinpath(name).read_text(), trust_evolved=True)
+        lib.trust_evolved = False  # but what is added to it later is judged on its own
         try:
             lib.path = Path(str(root))
         except TypeError:  # a zipped install has no directory
@@ -184,10 +216,11 @@ class PatternLibrary:
     def from_detectors(
         cls, detectors: list[Detector | str], provenance: str = "hand-written"
     ) -> "PatternLibrary":
-        """A library from detectors (or their sources) in the given order; checks the graph."""
+        """A library from detectors (or their sources) in the given order; checks the graph.
+        Sources with an untrusted ``provenance`` are checked statically, not executed."""
         lib = cls()
         for d in detectors:
-            det = d if isinstance(d, Detector) else load_detector(d)
+            det = d if isinstance(d, Detector) else lib._detector_from_source(d, provenance, "<detector>")
             if det.pattern in lib._detectors:
                 raise LibraryError(f"pattern {det.pattern!r} is given twice", [det.pattern])
             lib._put(det, provenance, None)
@@ -195,7 +228,8 @@ class PatternLibrary:
         return lib
 
     @classmethod
-    def _from_manifest(cls, manifest: Any, where: str, read: Any) -> "PatternLibrary":
+    def _from_manifest(cls, manifest: Any, where: str, read: Any, trust_evolved: bool = False,
+                       trusted_labels: frozenset[str] = frozenset()) -> "PatternLibrary":
         if not isinstance(manifest, dict) or manifest.get("format") != LIBRARY_FORMAT:
             raise LibraryError(f"{where}: field 'format' must be {LIBRARY_FORMAT!r}")
         version = manifest.get("version")
@@ -207,6 +241,7 @@ class PatternLibrary:
         if not isinstance(records, list):
             raise LibraryError(f"{where}: field 'patterns' must be a list")
         lib = cls()
+        lib.trust_evolved = trust_evolved
         known = {"label", "file", "description", "depends", "params", "provenance", "fitness", "source_hash"}
         for k, rec in enumerate(records):
             at = f"{where}: patterns[{k}]"
@@ -234,8 +269,9 @@ class PatternLibrary:
                     "the file was edited without updating the manifest",
                     [rec["label"]],
                 )
+            trusted = trust_evolved or not is_untrusted_record(rec) or normalize_label(rec["label"]) in trusted_labels
             try:
-                det = _load_cached(source, file)
+                det = _load_cached(source, file, trusted)
             except DetectorError as exc:
                 raise LibraryError(f"{at}: {exc}", [rec["label"]]) from exc
             label = normalize_label(rec["label"])
@@ -299,6 +335,14 @@ class PatternLibrary:
 
     def get(self, label: str) -> Detector:
         return self._detectors[self._key(label)]
+
+    def is_trusted(self, label: str) -> bool:
+        """False for LLM-written code that runs only in the sandbox."""
+        return self._detectors[self._key(label)].trusted
+
+    def untrusted_labels(self) -> list[str]:
+        """Patterns whose detectors run only in the sandbox (run order)."""
+        return [k for k in self.order() if not self._detectors[k].trusted]
 
     def entry(self, label: str) -> PatternEntry:
         return self._entries[self._key(label)]
@@ -373,7 +417,15 @@ class PatternLibrary:
         raise LibraryError(f"dependency cycle (A -> B: A depends on B): {text}", sorted({k for c in cycles for k in c}))
 
     # ---------------------------------------------------------------- changes
+    def _detector_from_source(self, source: str, provenance: str, filename: str) -> Detector:
+        if provenance in UNTRUSTED_PROVENANCES and not self.trust_evolved:
+            return untrusted_detector(source, filename=filename)
+        return load_detector(source, filename=filename)
+
     def _put(self, det: Detector, provenance: str, fitness: float | None, file: str | None = None) -> None:
+        if det.trusted and provenance in UNTRUSTED_PROVENANCES and not self.trust_evolved:
+            # LLM-written code entering the library: keep its record, never its function
+            det = replace(det, detect=None, trusted=False)
         taken = {e.file for k, e in self._entries.items() if k != det.pattern}
         self._detectors[det.pattern] = det
         self._entries[det.pattern] = PatternEntry(
@@ -395,14 +447,16 @@ class PatternLibrary:
         fitness: float | None = None,
         replace: bool = False,
     ) -> Detector:
-        """Add a detector (or trusted source text). Its dependencies must be in the
-        library; an existing label needs ``replace=True``. The library is unchanged
-        when this raises."""
-        det = (
-            detector_or_source
-            if isinstance(detector_or_source, Detector)
-            else load_detector(detector_or_source, filename="<added>")
-        )
+        """Add a detector (or source text). Its dependencies must be in the library;
+        an existing label needs ``replace=True``. The library is unchanged when this
+        raises. With an untrusted ``provenance`` ("evolved") source text is checked
+        statically, not executed, and a given `Detector` is stored without its
+        ``detect`` (unless ``trust_evolved``): it runs in the sandbox."""
+        if isinstance(detector_or_source, Detector):
+            det = detector_or_source
+        else:
+            _check_provenance(provenance, "added pattern")
+            det = self._detector_from_source(detector_or_source, provenance, "<added>")
         _check_provenance(provenance, f"pattern {det.pattern!r}")
         if det.pattern in self._detectors and not replace:
             raise LibraryError(
@@ -471,19 +525,25 @@ class PatternLibrary:
                         for k, e in self._entries.items()}
         lib._order = None if self._order is None else list(self._order)
         lib.path = self.path
+        lib.trust_evolved = self.trust_evolved
         return lib
 
     # -------------------------------------------------------------- transport
     def to_spec(self) -> list[tuple[dict[str, Any], str]]:
         """Plain data (manifest records + sources, run order) to rebuild the library
-        in another process: detectors hold functions, which do not pickle."""
-        return [(self._entries[k].to_json(), self._detectors[k].source) for k in self.order()]
+        in another process: detectors hold functions, which do not pickle. Each record
+        also says whether its detector is trusted (``SPEC_TRUSTED``), so trust survives
+        the trip; that key is honoured only here, never in a manifest on disk."""
+        return [({**self._entries[k].to_json(), SPEC_TRUSTED: self._detectors[k].trusted}, self._detectors[k].source)
+                for k in self.order()]
 
     @classmethod
     def from_spec(cls, spec: list[tuple[dict[str, Any], str]]) -> "PatternLibrary":
         sources = {rec["file"]: src for rec, src in spec}
-        manifest = {"format": LIBRARY_FORMAT, "version": LIBRARY_VERSION, "patterns": [rec for rec, _ in spec]}
-        return cls._from_manifest(manifest, "<library spec>", lambda name: sources[name])
+        records = [{k: v for k, v in rec.items() if k != SPEC_TRUSTED} for rec, _ in spec]
+        trusted = frozenset(normalize_label(rec["label"]) for rec, _ in spec if rec.get(SPEC_TRUSTED) is True)
+        manifest = {"format": LIBRARY_FORMAT, "version": LIBRARY_VERSION, "patterns": records}
+        return cls._from_manifest(manifest, "<library spec>", lambda name: sources[name], trusted_labels=trusted)
 
     def manifest(self) -> dict[str, Any]:
         return {

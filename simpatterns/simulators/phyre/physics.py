@@ -273,6 +273,35 @@ DAMP_EVERY = 5  # apply Box2D's per-step angular damping factor compounded every
 _DAMP = (1.0 / (1.0 + DT * ANGULAR_DAMPING)) ** DAMP_EVERY
 
 
+class _CBuffer:
+    """Growable C arrays for pymunk's batch iterators, freed with this object.
+
+    pymunk 7's ``batch.Buffer`` never frees its arrays (about 1 MB leaked per
+    1000-step rollout), so we own them: ``ffi.gc`` frees them on collection
+    and `free` does it at once. Data leaves only as numpy copies.
+    """
+
+    def __init__(self) -> None:
+        self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(0), _lib.pmFloatArrayFree)
+        self._int_arr = _ffi.gc(_lib.pmIntArrayNew(0), _lib.pmIntArrayFree)
+
+    def float_buf(self):
+        return _ffi.buffer(self._float_arr.arr, _ffi.sizeof("cpFloat") * self._float_arr.num)
+
+    def int_buf(self):
+        return _ffi.buffer(self._int_arr.arr, _ffi.sizeof("uintptr_t") * self._int_arr.num)
+
+    def floats(self) -> np.ndarray:
+        return np.frombuffer(self.float_buf(), dtype=np.float64).copy()
+
+    def ints(self) -> np.ndarray:
+        return np.frombuffer(self.int_buf(), dtype=np.uintp).copy()
+
+    def free(self) -> None:
+        _ffi.release(self._float_arr)
+        _ffi.release(self._int_arr)
+
+
 class _BatchRecorder:
     """Per-step copies of body state and arbiters into growing C buffers.
 
@@ -282,7 +311,7 @@ class _BatchRecorder:
     """
 
     def __init__(self, space: pymunk.Space, dyn: list[pymunk.Body]):
-        self.body_buf, self.arb_buf = pbatch.Buffer(), pbatch.Buffer()
+        self.body_buf, self.arb_buf = _CBuffer(), _CBuffer()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
         self._arb_data = self._descriptor(_ARB_FIELDS.value, self.arb_buf)
@@ -291,7 +320,7 @@ class _BatchRecorder:
         self._dyn = [b._body for b in dyn]
 
     @staticmethod
-    def _descriptor(fields: int, buf: pbatch.Buffer):
+    def _descriptor(fields: int, buf: _CBuffer):
         data = _ffi.new("pmBatchedData *")
         data.fields = fields
         data.floatArray = buf._float_arr
@@ -304,6 +333,10 @@ class _BatchRecorder:
     def record_arbiters(self) -> int:
         _lib.cpSpaceEachCachedArbiter(self._space, self._arb_fn, self._arb_data)
         return self.arb_buf._int_arr.num
+
+    def free(self) -> None:
+        self.body_buf.free()
+        self.arb_buf.free()
 
     def damp(self) -> None:
         get, set_ = _lib.cpBodyGetAngularVelocity, _lib.cpBodySetAngularVelocity
@@ -383,10 +416,11 @@ def _run(
 
     T = steps + 1
     order = _space_body_order(world)
-    all_state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, len(order), 6)
+    all_state = body_buf.floats().reshape(T, len(order), 6)
     # pymunk reports every body in the space; keep dynamic ones in our index order
     dyn_state = all_state[:, [order[id(b)] for b in dyn]]
     rows = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
+    recorder.free()
     if initial:
         init = np.array([(0, a, b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
         rows = np.concatenate([init, rows])
@@ -441,7 +475,7 @@ def _run(
     )
 
 
-def _settled(body_buf: pbatch.Buffer, k: int, n_space: int) -> bool:
+def _settled(body_buf: _CBuffer, k: int, n_space: int) -> bool:
     """All bodies slower than the settle thresholds over the last SETTLE_FRAMES frames."""
     state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(k + 1, n_space, 6)[-SETTLE_FRAMES:]
     speed = np.hypot(state[..., 3], state[..., 4])
@@ -450,17 +484,19 @@ def _settled(body_buf: pbatch.Buffer, k: int, n_space: int) -> bool:
 
 def _space_body_order(world: _World) -> dict[int, int]:
     """Position of each of our bodies in pymunk's batch iteration order."""
-    probe = pbatch.Buffer()
-    pbatch.get_space_bodies(world.space, pbatch.BodyFields.BODY_ID, probe)
-    ids = np.frombuffer(probe.int_buf(), dtype=np.uintp).tolist()
+    probe = _CBuffer()
+    data = _BatchRecorder._descriptor(pbatch.BodyFields.BODY_ID.value, probe)
+    _lib.cpSpaceEachBody(world.space._space, _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched"), data)
+    ids = probe.ints().tolist()
+    probe.free()
     by_id = {b.id: b for b in world.bodies}
     return {id(by_id[i]): k for k, i in enumerate(ids)}
 
 
-def _arbiter_rows(buf: pbatch.Buffer, counts: np.ndarray, world: _World) -> np.ndarray:
+def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarray:
     """Batched arbiter data -> (frame, a, b, px, py, nx, ny, impulse) rows, a < b."""
-    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).reshape(-1, 3)
-    floats = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 6)
+    ints = buf.ints().reshape(-1, 3)
+    floats = buf.floats().reshape(-1, 6)
     if ints.shape[0] == 0:
         return np.zeros((0, 8))
     per_step = np.diff(counts) // 3
