@@ -35,6 +35,11 @@ from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, 
 from simpatterns.simulators.phyre.physics import MAX_STEPS, step_bare, step_raw
 
 
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096 / 1e6
+
+
 def mix() -> list[tuple[object, np.ndarray]]:
     out = []
     for tid in TEMPLATES:
@@ -114,7 +119,13 @@ def main() -> None:
     print(f"recorded / raw         : {rec / raw:.3f}")
     print(f"recorded, stop at success (PHYRE default): {1 / early:.1f} rollouts/s")
     print(f"peak memory per trace  : {np.mean(peaks) / 1e6:.2f} MB mean, {np.max(peaks) / 1e6:.2f} MB max "
-          f"(trace arrays {np.mean(nbytes) / 1e6:.2f} MB mean)")
+          f"(Python heap, tracemalloc; trace arrays {np.mean(nbytes) / 1e6:.2f} MB mean)")
+    rss0 = rss_mb()
+    for _ in range(4):
+        for scene, a in cases:
+            simulate(scene, a, stop_on_success=False)
+    print(f"resident memory growth over {4 * len(cases)} more rollouts: {rss_mb() - rss0:+.1f} MB "
+          "(C buffers included; ~0 means nothing leaks)")
     if args.phyre:
         out = subprocess.run([args.phyre, "-c", PHYRE_SCRIPT], capture_output=True, text=True, timeout=600)
         if out.returncode == 0:
