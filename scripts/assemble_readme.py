@@ -1,0 +1,40 @@
+#!/usr/bin/env python
+"""Rebuild README.md's topic sections from docs/readme/*.md.
+
+Each topic page in docs/readme is the single source for its README section;
+this script copies them, in reading order, between the BEGIN/END markers of
+README.md (atomically). Run it after editing a page.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["templates", "annotate", "builtin_library", "dsl", "llm", "evolve", "envs"]
+BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
+
+
+def main() -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    parts = []
+    for name in ORDER:
+        page = ROOT / "docs" / "readme" / f"{name}.md"
+        if page.exists():
+            body = page.read_text().strip()
+            # images in the pages are relative to docs/readme/
+            body = body.replace("](annotate_timeline.png", "](docs/readme/annotate_timeline.png")
+            parts.append(body)
+    new = head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
+    tmp = readme.with_name(".README.md.tmp")
+    tmp.write_text(new)
+    os.replace(tmp, readme)
+    print(f"README.md: {len(parts)} sections")
+
+
+if __name__ == "__main__":
+    main()
