@@ -10,6 +10,11 @@ error saying so. The batch never crashes because of a detector.
 
 Per-pattern wall time (seconds, including validation) lands in
 ``Annotation.timings``; the evolver's time penalty reads it.
+
+Untrusted (LLM-written) detectors never run here: a library holding any
+(``PatternLibrary.untrusted_labels``) is annotated by
+`simpatterns.annotate.sandboxed`, which runs them in the evolver's sandbox
+and the trusted ones in-process, with the same errors and timings.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from simpatterns.annotate.annotation import Annotation, PatternEvent
 from simpatterns.detectors.contract import Detector, DetectorError, validate_events
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import _ARRAY_FIELDS, Trace, TraceFormatError
+
+if TYPE_CHECKING:
+    from simpatterns.annotate.sandboxed import SandboxPolicy
 
 # Key of ``Annotation.errors`` for a trace that could not be read (``on_error="record"``);
 # never a pattern label, since labels are non-empty.
@@ -42,6 +50,9 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
     Returns the validated events sorted by frame. Raises `DetectorError` naming the
     pattern (and the line of the detector's source where it failed, if known).
     """
+    if not detector.trusted or detector.detect is None:
+        raise DetectorError("untrusted (LLM-written) detector: it runs only in the sandbox; "
+                            "annotate it with a library (annotate/annotate_many)", detector.pattern)
     deps: dict[str, EventList] = {}
     for label in detector.depends:
         if label not in events:
@@ -74,8 +85,14 @@ def _guarded(trace: Trace) -> Trace:
     return replace(trace, events=list(trace.events), meta=dict(trace.meta), **views)
 
 
-def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "") -> Annotation:
-    """Annotate one trace with every pattern of ``library`` (dependency order)."""
+def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
+             sandbox: SandboxPolicy | None = None) -> Annotation:
+    """Annotate one trace with every pattern of ``library`` (dependency order).
+    Untrusted detectors run in the sandbox, under ``sandbox`` (default `SandboxPolicy()`)."""
+    if library.untrusted_labels():
+        from simpatterns.annotate.sandboxed import annotate_items
+
+        return annotate_items([trace], [trace_id], library, policy=sandbox)[0]
     labels = library.order()
     events: dict[str, EventList] = {}
     timings: dict[str, float] = {}
@@ -162,6 +179,7 @@ def annotate_many(
     *,
     trace_ids: Sequence[str] | None = None,
     on_error: str = "raise",
+    sandbox: SandboxPolicy | None = None,
 ) -> list[Annotation]:
     """Annotate many traces (objects or ``.npz`` paths); results in input order.
 
@@ -170,6 +188,8 @@ def annotate_many(
     default to the file path for paths and ``#i`` for trace objects.
     ``on_error="record"`` turns an unreadable trace file into an empty annotation
     whose ``errors[TRACE_ERROR_KEY]`` says why, instead of raising `TraceFormatError`.
+    Untrusted detectors run in one sandbox from this process (pool workers run only
+    trusted ones), one job per pattern and batch of traces, under ``sandbox``.
     """
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
@@ -182,6 +202,11 @@ def annotate_many(
     results: list[Annotation | None] = [None] * len(items)
     bar = _Progress(len(items)) if progress else None
     try:
+        if library.untrusted_labels():
+            from simpatterns.annotate.sandboxed import annotate_items
+
+            return annotate_items(items, ids, library, workers=workers, on_error=on_error,
+                                  advance=bar.advance if bar else None, policy=sandbox)
         if workers <= 1 or len(items) <= 1:
             for i, item in enumerate(items):
                 results[i] = _annotate_item(item, ids[i], library, on_error)

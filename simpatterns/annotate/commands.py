@@ -1,4 +1,5 @@
-"""CLI: ``simpatterns annotate DIR|FILE [--library builtin|PATH] [--out DIR] [--text] [--plot] [--gif]``."""
+"""CLI: ``simpatterns annotate DIR|FILE [--library builtin|PATH] [--out DIR] [--text] [--plot] [--gif]
+[--trust-evolved] [--sandbox-timeout S]``."""
 
 from __future__ import annotations
 
@@ -23,10 +24,16 @@ def annotate_cmd(
     gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
     budget: int = typer.Option(6000, "--budget", help="character budget of the text"),
     workers: int = typer.Option(1, "--workers", "-j", help="parallel processes"),
+    trust_evolved: bool = typer.Option(
+        False, "--trust-evolved",
+        help="run LLM-written (evolved) detectors in this process instead of the sandbox: faster, but the "
+             "code gets this process's files, network and credentials; only for code you have read"),
+    sandbox_timeout: float = typer.Option(
+        10.0, "--sandbox-timeout", min=0.1, help="seconds per trace an untrusted detector may run in the sandbox"),
 ) -> None:
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate_many, trace_files
-    from simpatterns.detectors.commands import open_library
+    from simpatterns.annotate.sandboxed import SandboxPolicy
 
     try:
         files = trace_files(source)
@@ -36,9 +43,16 @@ def annotate_cmd(
     if not files:
         console.print(f"[red]error:[/red] {escape(str(source))}: no .npz traces found")
         raise typer.Exit(2)
-    lib = open_library(library)
+    lib = _open_library(library, trust_evolved)
+    untrusted = lib.untrusted_labels()
+    if untrusted:
+        console.print(f"{len(untrusted)} untrusted (LLM-written) pattern(s) run in the sandbox: "
+                      f"{escape(', '.join(untrusted))}")
+    elif trust_evolved and any(e.provenance == "evolved" for e in lib.entries()):
+        console.print("[yellow]warning:[/yellow] --trust-evolved: LLM-written detectors run in this process")
     root = source if source.is_dir() else source.parent
-    anns = annotate_many(files, lib, workers=workers, progress=len(files) > 1, on_error="record")
+    anns = annotate_many(files, lib, workers=workers, progress=len(files) > 1, on_error="record",
+                         sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
     table = Table(title=f"{len(files)} trace(s), {len(lib)} patterns")
     for col in ("trace", "frames", "events", "patterns fired", "ms", "errors"):
         table.add_column(col)
@@ -64,6 +78,20 @@ def annotate_cmd(
     console.print(f"annotations -> {where}")
     if n_bad or any(a.errors for a in anns):
         raise typer.Exit(1)
+
+
+def _open_library(spec: str, trust_evolved: bool):
+    """``builtin`` or a library path -> `PatternLibrary`; exits 2 with the error."""
+    from simpatterns.detectors.commands import open_library
+    from simpatterns.detectors.library import LibraryError, PatternLibrary
+
+    if spec == "builtin":
+        return open_library(spec)
+    try:
+        return PatternLibrary.load(spec, trust_evolved=trust_evolved)
+    except LibraryError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2)
 
 
 def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, gif: bool,

@@ -85,8 +85,9 @@ class SandboxResult:
     """What running a candidate produced.
 
     ``events[i]`` are the sorted ``(frame, params)`` of trace ``i`` (job
-    order) and ``times[i]`` the seconds ``detect`` took on it, measured in the
-    child; both are None when rejected.
+    order; of the ``i``-th requested trace when `Sandbox.evaluate` got
+    ``traces``) and ``times[i]`` the seconds ``detect`` took on it, measured in
+    the child; both are None when rejected.
     """
 
     reason: Reason | None
@@ -309,6 +310,33 @@ class Sandbox:
         if self._deps:
             w.call({"op": "deps", "events": self._deps})
 
+    def load_traces(self, traces: Sequence[Trace]) -> None:
+        """Replace the job's traces (and drop the dependency events), reusing the running
+        servers: a long-lived sandbox serves many small jobs without a server start each.
+        Waits for idle workers."""
+        if not traces:
+            raise ValueError("the sandbox needs at least one trace")
+        with self._lock:
+            held = [self._free.get() for _ in self._workers]
+            try:
+                self.traces = list(traces)
+                self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
+                self._deps = {}
+                self._frames = [t.num_frames for t in self.traces]
+                self._names = [set(t.names) for t in self.traces]
+                self.order = sorted(range(len(self.traces)), key=lambda i: (self._frames[i], i))
+                for w in held:
+                    if not w.alive:
+                        self._boot(w)
+                        continue
+                    ans = w.call({"op": "load", "traces": self.traces})
+                    if ans.get("op") != "loaded":
+                        raise SandboxError(f"fork server {w.index} failed to load traces: {ans!r}")
+                    w.call({"op": "deps", "events": {}})
+            finally:
+                for w in held:
+                    self._free.put(w)
+
     def set_dependency_events(self, events: dict[str, list[list[tuple[int, dict[str, Any]]]]]) -> None:
         """Events of library patterns per trace (job order): what ``detect`` gets as
         ``events[label]`` for the labels in its DEPENDS. Waits for idle workers."""
@@ -348,21 +376,29 @@ class Sandbox:
         params: Sequence[str],
         depends: Sequence[str] = (),
         limits: SandboxLimits | None = None,
+        traces: Sequence[int] | None = None,
     ) -> SandboxResult:
-        """Run ``detect`` of ``source`` on every trace in a confined child."""
+        """Run ``detect`` of ``source`` on every trace in a confined child.
+
+        ``traces``: run on these trace indices only (smoke traces first as always);
+        the result's ``events[k]``/``times[k]`` are then those of ``traces[k]``."""
         lim = limits or self.limits
         missing = [d for d in depends if d not in self._deps]
         if missing:
             return SandboxResult(Reason(R.UNKNOWN_DEPENDENCY, f"no events for {missing} in this job"))
+        indices = list(range(len(self.traces))) if traces is None else [int(i) for i in traces]
+        if not indices or any(not 0 <= i < len(self.traces) for i in indices) or len(set(indices)) < len(indices):
+            raise ValueError(f"traces must be distinct indices in [0, {len(self.traces)}), got {traces!r}")
+        wanted = set(indices)
         request = {
             "op": "eval",
             "source": source,
             "pattern": pattern,
             "params": list(params),
             "depends": list(depends),
-            "order": self.order,
+            "order": self.order if traces is None else [i for i in self.order if i in wanted],
             **lim.request_fields(),
-            "n_smoke": min(lim.n_smoke, len(self.traces)),
+            "n_smoke": min(lim.n_smoke, len(indices)),
         }
         wall = lim.timeout_s + lim.server_grace_s
         w = self._free.get()
@@ -378,9 +414,9 @@ class Sandbox:
                 return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
         finally:
             self._free.put(w)
-        return self._result(msg, params)
+        return self._result(msg, params, indices)
 
-    def _result(self, msg: dict[str, Any], params: Sequence[str]) -> SandboxResult:
+    def _result(self, msg: dict[str, Any], params: Sequence[str], indices: list[int] | None = None) -> SandboxResult:
         common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
@@ -401,18 +437,19 @@ class Sandbox:
             return SandboxResult(Reason(R.INVALID_EVENTS, f"events are not plain JSON ({exc})"), **common)
         if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
             return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
-        n = len(self.traces)
+        if indices is None:
+            indices = list(range(len(self.traces)))
         param_set = frozenset(params)
         events: list[list[tuple[int, dict[str, Any]]]] = []
-        times = np.zeros(n)
-        for i in range(n):
+        times = np.zeros(len(indices))
+        for k, i in enumerate(indices):
             key = str(i)
             if key not in raw_events or key not in raw_times:
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"no result for trace {i}"), **common)
             t = raw_times[key]
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not (0 <= t < 1e6):
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
-            times[i] = float(t)
+            times[k] = float(t)
             checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
                                          self.limits.max_events_per_trace, i)
             if isinstance(checked, Reason):
