@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -299,7 +300,8 @@ def _untrusted_phase(states: list[_State], library: PatternLibrary, labels: list
         try:
             sandbox = _SHARED.get(traces, policy)
             # a dependency that failed on a trace: [] there (the pattern is skipped on it anyway)
-            sandbox.set_dependency_events({d: [st.events.get(d, []) for st in states] for d in needed})
+            if needed or sandbox.dependency_labels:  # each change costs the servers' spare child
+                sandbox.set_dependency_events({d: [st.events.get(d, []) for st in states] for d in needed})
         except (SandboxError, OSError, TimeoutError, EOFError) as exc:
             if _SHARED.sandbox is not None:  # start afresh next time
                 _close_quietly(_SHARED.sandbox)
@@ -310,14 +312,29 @@ def _untrusted_phase(states: list[_State], library: PatternLibrary, labels: list
                     st.errors[label] = f"pattern {label!r} on trace {st.name!r}: the sandbox failed to start: {exc}"
                     st.timings[label] = wall
             return
+        broken: list[BaseException] = []
+
+        def one(label: str) -> None:
+            try:
+                _run_untrusted(sandbox, states, library, label, policy)
+            except (SandboxError, OSError, TimeoutError, EOFError) as exc:  # the machinery, not the detector
+                broken.append(exc)
+                for st in states:
+                    if label not in st.events and label not in st.errors:
+                        st.errors[label] = f"pattern {label!r} on trace {st.name!r}: the sandbox failed: {exc}"
+                        st.timings[label] = 0.0
+
         if policy.workers > 1 and len(labels) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=policy.workers) as threads:
-                list(threads.map(lambda k: _run_untrusted(sandbox, states, library, k, policy), labels))
+                list(threads.map(one, labels))
         else:
             for label in labels:
-                _run_untrusted(sandbox, states, library, label, policy)
+                one(label)
+        if broken:  # start afresh next time
+            _close_quietly(sandbox)
+            _SHARED.sandbox = None
 
 
 def _close_quietly(sandbox: Any) -> None:
@@ -367,7 +384,12 @@ def _run_untrusted(sandbox: Any, states: list[_State], library: PatternLibrary, 
 
 def _fail(states: list[_State], run: list[int], label: str, res: Any) -> None:
     share = res.wall_s / max(1, len(run))
+    reason = res.reason
+    detail = reason.detail
+    if len(run) == 1:  # "trace 3: ..." counts traces inside the job; the message names the trace already
+        detail = re.sub(r"^trace \d+:? ", "", detail)
+    text = f"{reason.code}: {' '.join(detail.split())}" if detail else reason.code
     for k in run:
         st = states[k]
-        st.errors[label] = f"pattern {label!r} on trace {st.name!r}: rejected by the sandbox ({res.reason.short()})"
+        st.errors[label] = f"pattern {label!r} on trace {st.name!r}: rejected by the sandbox ({text[:300]})"
         st.timings[label] = share

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from simpatterns.annotate.annotation import Annotation
 from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
-from simpatterns.annotate.sandboxed import SandboxPolicy, plan_phases
+from simpatterns.annotate.sandboxed import _SHARED, SandboxPolicy, close_shared_sandbox, plan_phases
 from simpatterns.detectors.contract import DetectorError
 from simpatterns.detectors.library import LibraryError, PatternLibrary
 
@@ -369,6 +369,17 @@ def test_single_trace_pool_and_serial_agree(good_dir, drop_traces):
         assert not a.errors
         assert a.events == b.events == c.events == d.events
         assert a.patterns == b.patterns == c.patterns == d.patterns == lib.order()
+    # the process-wide sandbox stops on request (and at exit), leaving no process behind
+    started = _SHARED.sandbox.pids_seen
+    close_shared_sandbox()
+    assert _SHARED.sandbox is None and started
+    for pid in started:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] if Path(f"/proc/{pid}").exists() else "X"
+        assert status in ("Z", "X"), f"sandbox process {pid} still running"
 
 
 # ---------------------------------------------------------------------- CLI
@@ -394,3 +405,19 @@ def test_cli_annotate_with_an_evolved_library(tmp_path, good_dir, drop_traces):
         assert ann.patterns == PatternLibrary.load(good_dir).order()
         assert events_of(ann, "fast start") and events_of(ann, "late fast start")
         assert ann.events == again.events
+    # an unreadable trace is reported, the others still annotated, exit code 1
+    (data / "broken.npz").write_bytes(b"junk")
+    res3 = runner.invoke(app, ["annotate", str(data), "--library", str(good_dir), "--out", str(tmp_path / "out3")])
+    assert res3.exit_code == 1 and "broken.npz" in " ".join(res3.output.split())
+    assert Annotation.load(tmp_path / "out3" / "t1.annotation.jsonl").events == again.events
+    # a library whose evolved entry the gate rejects: a clear error, exit code 2
+    bad = tmp_path / "bad"
+    lib = PatternLibrary.load(good_dir)
+    lib.save(bad)
+    (bad / lib.entry("fast start").file).write_text(FAST_START.replace("    out = []", "    out = []\n    eval('1')"))
+    manifest = json.loads((bad / "library.json").read_text())
+    for rec in manifest["patterns"]:
+        rec["source_hash"] = ""
+    (bad / "library.json").write_text(json.dumps(manifest))
+    res4 = runner.invoke(app, ["annotate", str(data / "t0.npz"), "--library", str(bad)])
+    assert res4.exit_code == 2 and "AST gate" in " ".join(res4.output.split())
