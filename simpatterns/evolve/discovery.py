@@ -222,15 +222,11 @@ class LibraryState:
         return LibraryState(self.library, {k: self.events[k] for k in keep}, {k: self.times[k] for k in keep})
 
 
-def _sandbox_only(trace: Any, events: Any) -> list:
-    raise RuntimeError("this detector was evolved in a sandbox and is not executed in the job's process; "
-                       "load the saved library to run it")
-
-
 def evolved_detector(source: str, info: Any) -> Detector:
-    """A `Detector` record for an accepted candidate that does not execute its code."""
+    """An untrusted `Detector` record for an accepted candidate: its code is never
+    executed in-process (annotation runs it in the sandbox)."""
     return Detector(pattern=info.pattern, description=info.description, depends=list(info.depends),
-                    params=list(info.params), source=source, detect=_sandbox_only, filename="<evolved>")
+                    params=list(info.params), source=source, detect=None, filename="<evolved>", trusted=False)
 
 
 # ------------------------------------------------------------------- job

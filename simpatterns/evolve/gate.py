@@ -30,6 +30,11 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     "genfromtxt", "fromfile", "tofile", "fromregex", "memmap", "open_memmap", "DataSource",
     "testing", "f2py", "distutils", "os", "sys", "system", "popen", "environ", "from_bytes",
     "dump", "dumps",
+    # str.format / format_map walk attributes inside the format string ("{0.lib._x}"),
+    # out of the AST's sight; f-strings are ordinary, checked expressions
+    "format", "format_map",
+    # numpy's sub-packages that hold file IO (np.lib.format.open_memmap, np.lib.npyio)
+    "lib", "core", "rec",
 })
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
 
@@ -110,6 +115,12 @@ def _check(source: str, label: str | None, available: list[str] | None, max_line
 
 
 def _walk(tree: ast.AST) -> None:
+    # getattr/hasattr are allowed only when called directly with a literal name;
+    # any other use (``g = getattr``) would let a computed name through
+    direct_calls = {
+        id(node.func) for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in INTROSPECTION_CALLS
+    }
     for node in ast.walk(tree):
         line = getattr(node, "lineno", "?")
         if isinstance(node, ast.Import):
@@ -123,6 +134,8 @@ def _walk(tree: ast.AST) -> None:
             for alias in node.names:
                 _check_attr_name(alias.name, line)
         elif isinstance(node, ast.Name):
+            if node.id in INTROSPECTION_CALLS and id(node) not in direct_calls:
+                raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.id} used other than as a direct call")
             if node.id in FORBIDDEN_NAMES:
                 raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.id}")
             if node.id.startswith("__"):

@@ -36,6 +36,12 @@ def body(code: str) -> str:
     ("np.save('/tmp/x.npy', trace.position)\nreturn []", R.FORBIDDEN_ATTRIBUTE),
     ("trace.save('/tmp/x.npz')\nreturn []", R.FORBIDDEN_ATTRIBUTE),
     ("np.ctypeslib\nreturn []", R.FORBIDDEN_ATTRIBUTE),
+    # bypasses found by review: format strings walk attributes, aliased getattr takes computed names
+    ('s = "{0.lib._datasource.os.environ}".format(np)\nreturn []', R.FORBIDDEN_ATTRIBUTE),
+    ('s = "{0.x}".format_map({"0": np})\nreturn []', R.FORBIDDEN_ATTRIBUTE),
+    ('g = getattr\ng(np, "sa" + "ve")("/tmp/x", trace.position)\nreturn []', R.FORBIDDEN_NAME),
+    ("f = [getattr][0]\nreturn []", R.FORBIDDEN_NAME),
+    ("np.lib.format.open_memmap\nreturn []", R.FORBIDDEN_ATTRIBUTE),
     ("return [", R.SYNTAX_ERROR),
 ])
 def test_forbidden(code, reason):
