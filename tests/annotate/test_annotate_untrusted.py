@@ -1,9 +1,10 @@
 """Untrusted (LLM-written, provenance "evolved") detectors: loading never executes them,
 annotation runs them only in the evolver's sandbox.
 
-The hostile detectors here pass the AST gate on purpose (``g = getattr`` and a format
-string reach what the gate forbids by name), so what stops them is the sandbox, and
-each probe is shown to work when the same code is trusted.
+The hostile detectors here reach what the gate forbids by name (``g = getattr``
+and a format string). The gate now rejects both (checked below), so the other
+tests switch the gate's safety walk off, as a future bypass would: what stops
+the probes is then the sandbox, and each is shown to work when trusted.
 """
 
 from __future__ import annotations
@@ -216,6 +217,25 @@ def build(path: Path, hostile: bool, tmp_path: Path) -> Path:
     return lib.save(path)
 
 
+@pytest.fixture(autouse=True)
+def gate_bypassed(monkeypatch):
+    import simpatterns.evolve.gate as gate
+
+    monkeypatch.setattr(gate, "_walk", lambda tree: None)
+
+
+def test_gate_rejects_the_probes_on_its_own(tmp_path, monkeypatch):
+    import simpatterns.evolve.gate as gate
+
+    monkeypatch.undo()  # the real gate
+    assert gate._walk is not None
+    for src, what in ((ENV_PROBE, ".format"), (writer_source(tmp_path), "getattr")):
+        lib = PatternLibrary.from_detectors([TOUCHING, MOVING])
+        with pytest.raises(DetectorError, match="AST gate") as err:
+            lib.add(src, provenance="evolved")
+        assert what in str(err.value)
+
+
 @pytest.fixture()
 def hostile_dir(tmp_path) -> Path:
     return build(tmp_path / "hostile", True, tmp_path)
@@ -262,7 +282,8 @@ def test_opting_in_runs_evolved_code_in_process(hostile_dir, tmp_path):
     assert back.untrusted_labels() == []
 
 
-def test_gate_rejects_an_evolved_file_on_load(tmp_path):
+def test_gate_rejects_an_evolved_file_on_load(tmp_path, monkeypatch):
+    monkeypatch.undo()  # the real gate
     marker = tmp_path / "opened.txt"
     bad = MALFORMED.replace("    return [", f"    open({str(marker)!r}, 'w')\n    return [")
     lib = PatternLibrary.from_detectors([TOUCHING])
@@ -383,7 +404,7 @@ def test_single_trace_pool_and_serial_agree(good_dir, drop_traces):
 
 
 # ---------------------------------------------------------------------- CLI
-def test_cli_annotate_with_an_evolved_library(tmp_path, good_dir, drop_traces):
+def test_cli_annotate_with_an_evolved_library(tmp_path, good_dir, drop_traces, monkeypatch):
     from simpatterns.cli import app
 
     data = tmp_path / "traces"
@@ -411,6 +432,7 @@ def test_cli_annotate_with_an_evolved_library(tmp_path, good_dir, drop_traces):
     assert res3.exit_code == 1 and "broken.npz" in " ".join(res3.output.split())
     assert Annotation.load(tmp_path / "out3" / "t1.annotation.jsonl").events == again.events
     # a library whose evolved entry the gate rejects: a clear error, exit code 2
+    monkeypatch.undo()  # the real gate
     bad = tmp_path / "bad"
     lib = PatternLibrary.load(good_dir)
     lib.save(bad)
