@@ -40,6 +40,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=BUILD_SEED)
     ap.add_argument("--checkpoints", type=Path, default=ROOT / "build" / "variants")
     ap.add_argument("--force", action="store_true", help="recompute templates that have a checkpoint")
+    ap.add_argument("--strategy", choices=("reuse", "random"), default="reuse",
+                    help="solution search (see variants.py); each checkpoint records its own")
     ap.add_argument("--no-merge", action="store_true")
     args = ap.parse_args()
 
@@ -50,6 +52,7 @@ def main() -> int:
         if ckpt.exists() and not args.force:
             prev = json.loads(ckpt.read_text())
             if prev.get("seed") == args.seed and len(prev["rows"]) >= args.target:
+                # finished with whatever strategy it records; --force rebuilds with --strategy
                 print(f"{tid}: checkpoint has {len(prev['rows'])} rows, skipping", flush=True)
                 continue
         t0 = time.time()
@@ -60,7 +63,8 @@ def main() -> int:
             if seen[0] % 25 == 0:
                 print(f"  {tid}: {seen[0]} candidates, last: {res.reason}", flush=True)
 
-        result = build_template(tid, target=args.target, workers=args.workers, seed=args.seed, progress=progress)
+        result = build_template(tid, target=args.target, workers=args.workers, seed=args.seed, progress=progress,
+                                strategy=args.strategy)
         result["seed"] = args.seed
         result["seconds"] = round(time.time() - t0, 1)
         write_json_atomic(ckpt, result)
@@ -72,7 +76,8 @@ def main() -> int:
         for ckpt in sorted(args.checkpoints.glob("*.json")):
             res = json.loads(ckpt.read_text())
             merged[res["template"]] = res["rows"]
-            build[res["template"]] = {k: res[k] for k in ("stats", "candidates_total", "seconds", "seed")}
+            build[res["template"]] = {k: res.get(k, "random") if k == "strategy" else res[k]
+                                      for k in ("stats", "candidates_total", "seconds", "seed", "strategy")}
         DATA.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(DATA, merged)
         write_json_atomic(DATA.with_name("variants_build.json"), {

@@ -10,7 +10,9 @@ order. For each one:
 2. **Search** for one solving action if the estimate found none: up to
    `SEARCH_ACTIONS` more valid actions, half uniform and half drawn near the
    goal bodies (a ball dropped onto or beside them), since a uniform search
-   wastes most samples on empty sky. Reject if none solves.
+   wastes most samples on empty sky. With the "reuse" strategy the first
+   tries are solutions of already accepted variants of the same template
+   (neighbouring layouts often share a solution). Reject if none solves.
 3. **Verify** the solving action with a full simulation (no early stopping
    shortcuts); only then keep the row.
 
@@ -43,6 +45,8 @@ ESTIMATE_ACTIONS = 40
 MAX_SOLVE_RATE = 0.10
 SEARCH_ACTIONS = 200
 TARGET_VARIANTS = 100
+REUSE_TRIES = 40  # "reuse" strategy: known solutions tried before random search
+CHUNK = 8  # candidates per round; fixed so "reuse" results do not depend on worker count
 BUILD_SEED = 20261122
 
 
@@ -91,7 +95,10 @@ def near_goal_sampler(scene: Scene, rng: np.random.Generator) -> Callable[[], np
     return sample
 
 
-def evaluate_candidate(template_id: str, index: int, params: dict[str, Any], seed: int = BUILD_SEED) -> CandidateResult:
+def evaluate_candidate(
+    template_id: str, index: int, params: dict[str, Any], seed: int = BUILD_SEED,
+    known_solutions: list[list[float]] | None = None,
+) -> CandidateResult:
     template = get_template(template_id)
     try:
         scene = template.scene(params)
@@ -116,8 +123,11 @@ def evaluate_candidate(template_id: str, index: int, params: dict[str, Any], see
     )
     if not solved_actions:
         near = near_goal_sampler(scene, rng)
+        # "reuse": neighbouring parameter sets are often solved by the same action
+        reuse = [np.asarray(a) for a in (known_solutions or [])[-REUSE_TRIES:][::-1]]
+        reuse = [a for a in reuse if check_action(scene, a) is None]
         for k in range(1, SEARCH_ACTIONS + 1):
-            a = random_valid_action(scene, rng, uniform if k % 2 else near)
+            a = reuse[k - 1] if k <= len(reuse) else random_valid_action(scene, rng, uniform if k % 2 else near)
             result.search_actions = k
             if simulate(scene, a, stop_when_settled=True).success:
                 solved_actions.append(a)
@@ -149,12 +159,20 @@ def build_template(
     workers: int = 1,
     seed: int = BUILD_SEED,
     progress: Callable[[CandidateResult], None] | None = None,
+    strategy: str = "reuse",
 ) -> dict[str, Any]:
-    """Visit candidates in order until ``target`` are accepted (or candidates run out)."""
+    """Visit candidates in order until ``target`` are accepted (or candidates run out).
+
+    ``strategy``: "random" searches each candidate independently; "reuse" (the
+    default) first tries the solutions already accepted in earlier rounds of
+    `CHUNK` candidates, which keeps results independent of worker count.
+    """
+    if strategy not in ("random", "reuse"):
+        raise ValueError(f"strategy must be 'random' or 'reuse', got {strategy!r}")
     candidates = candidate_order(template_id, seed)
     accepted: list[CandidateResult] = []
     stats: dict[str, int] = {}
-    chunk = max(1, workers * 4)
+    chunk = CHUNK if strategy == "reuse" else max(1, workers * 4)
 
     def consume(results: Iterator[CandidateResult]) -> bool:
         for res in results:
@@ -171,10 +189,11 @@ def build_template(
     try:
         for start in range(0, len(candidates), chunk):
             batch = candidates[start : start + chunk]
+            known = [r.solution for r in accepted] if strategy == "reuse" else None
             if pool is None:
-                results = (evaluate_candidate(template_id, i, p, seed) for i, p in batch)
+                results = (evaluate_candidate(template_id, i, p, seed, known) for i, p in batch)
             else:
-                futs = [pool.submit(evaluate_candidate, template_id, i, p, seed) for i, p in batch]
+                futs = [pool.submit(evaluate_candidate, template_id, i, p, seed, known) for i, p in batch]
                 results = (f.result() for f in futs)  # in candidate order: deterministic
             if consume(results):
                 break
@@ -183,6 +202,7 @@ def build_template(
             pool.shutdown(cancel_futures=True)
     return {
         "template": template_id,
+        "strategy": strategy,
         "rows": [r.row() for r in accepted],
         "stats": stats,
         "candidates_total": len(candidates),
