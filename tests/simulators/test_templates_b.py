@@ -12,20 +12,20 @@ random peg chain restarts, and we place it once.
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 
-from simpatterns.simulators.phyre import SceneBuilder, SkipVariant, check_action, get_template, simulate
-from simpatterns.simulators.phyre.geometry import SCENE_SIZE, WALL_THICKNESS
+from simpatterns.simulators.phyre import SceneBuilder, SkipVariant, get_template, simulate
+from simpatterns.simulators.phyre.geometry import SCENE_SIZE
 from simpatterns.simulators.phyre.scene import ROLE_GOAL_OBJECT, ROLE_GOAL_SUBJECT, Scene
 
 # the shared PHYRE-layout comparison (tests/simulators is on sys.path under pytest's default import mode)
-from test_templates_a import compare_with_reference, load_reference
+from phyre_reference_check import (
+    OUTER_HI, OUTER_LO, compare_with_reference, first_valid, load_reference, random_valid_action,
+)
 
 TEMPLATE_IDS = [f"{i:05d}" for i in range(13, 25)]
-OUTER_LO, OUTER_HI = -WALL_THICKNESS, SCENE_SIZE + WALL_THICKNESS
 
 # The goal each template's issue text names: (subject colour, subject word).
 GOAL_SUBJECTS = {
@@ -74,10 +74,6 @@ def without_repeated_pegs(result: dict) -> dict:
             seen.add(key)
         bodies.append(body)
     return dict(result, bodies=bodies, goal=goal)
-
-
-def first_valid(template, count: int) -> list[dict]:
-    return list(itertools.islice(template.valid_param_sets(), count))
 
 
 # ---------------------------------------------------------------- tests
@@ -161,14 +157,6 @@ def test_goal_colours_roles_names_and_extent(template_id):
             else:
                 assert OUTER_LO <= spec.center_x <= OUTER_HI, spec.name
                 assert OUTER_LO <= spec.center_y <= OUTER_HI, spec.name
-
-
-def random_valid_action(scene: Scene, rng: np.random.Generator) -> np.ndarray:
-    for _ in range(1000):
-        action = rng.uniform(0, 1, size=3)
-        if check_action(scene, action) is None:
-            return action
-    raise AssertionError(f"no valid action found for {scene.template} {scene.params}")
 
 
 @pytest.mark.parametrize("template_id", TEMPLATE_IDS)

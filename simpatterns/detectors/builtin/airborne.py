@@ -14,12 +14,20 @@ MIN_SECONDS = 1 / 6  # 10 frames: shorter gaps are the contact chatter of an imp
 
 def detect(trace, events):
     dyn = np.flatnonzero(trace.dynamic_mask)
-    free = ~np.take(trace.touching_matrix(), dyn, axis=1).any(axis=2)  # [T, M]
-    edge = np.diff(np.concatenate([np.zeros((1, dyn.size), np.int8), free.astype(np.int8),
-                                   np.zeros((1, dyn.size), np.int8)]), axis=0)
-    start_t, start_k = np.nonzero(edge.T == 1)  # by body, then frame
-    stop = np.nonzero(edge.T == -1)[1]
-    min_frames = max(1, round(MIN_SECONDS / trace.dt))
-    out = [(int(s), {"object": trace.names[dyn[k]], "frames": int(e - s)})
-           for k, s, e in zip(start_t, start_k, stop) if e - s >= min_frames]
+    T, M = trace.num_frames, dyn.size
+    width = T + 2  # one row per dynamic body: column 1 + t is frame t, the first and last columns stay False
+    slot = np.full(trace.num_bodies, M)  # row of each dynamic body; fixed bodies share a spare last row
+    slot[dyn] = np.arange(M)
+    free = np.ones((M + 1) * width, dtype=bool)  # the body touches nothing at that frame
+    at = trace.contact_frame + 1
+    free[slot[trace.contact_a] * width + at] = free[slot[trace.contact_b] * width + at] = False
+    free = free[:M * width]
+    free[::width] = free[width - 1::width] = False
+    edge = np.flatnonzero(free[1:] != free[:-1])  # alternately the start and the end of a free run
+    row = edge[::2] // width
+    start, stop = edge[::2] - row * width, edge[1::2] - row * width
+    long = np.flatnonzero(stop - start >= max(1, round(MIN_SECONDS / trace.dt)))
+    names = trace.names
+    out = [(s, {"object": names[b], "frames": e - s})
+           for b, s, e in zip(dyn[row[long]].tolist(), start[long].tolist(), stop[long].tolist())]
     return sorted(out, key=lambda ev: ev[0])

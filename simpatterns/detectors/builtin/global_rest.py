@@ -15,12 +15,14 @@ MIN_SECONDS = 0.5  # shorter lulls (the top of a bounce) are not rest
 
 
 def detect(trace, events):
-    dyn = np.flatnonzero(trace.dynamic_mask)
-    v = np.take(trace.velocity, dyn, axis=1)
-    spin = np.take(trace.angular_velocity, dyn, axis=1)
-    spin = spin * spin if spin.ndim == 2 else (spin * spin).sum(axis=2)  # 3-D traces: spin vectors
-    still = ((v * v).sum(axis=2) < REST_SPEED ** 2) & (spin < REST_SPIN ** 2)
-    d = np.diff(np.concatenate(([0], still.all(axis=1).astype(np.int8), [0])))
-    start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-    min_frames = max(1, round(MIN_SECONDS / trace.dt))
-    return [(int(s), {"frames": int(e - s)}) for s, e in zip(start, stop) if e - s >= min_frames]
+    still = np.ones(trace.num_frames, dtype=bool)
+    for i in np.flatnonzero(trace.dynamic_mask):  # a few bodies: one column at a time
+        v, w = trace.velocity[:, i], trace.angular_velocity[:, i]
+        speed2 = v[:, 0] ** 2 + v[:, 1] ** 2 + (v[:, 2] ** 2 if trace.dim == 3 else 0)
+        spin2 = w * w if w.ndim == 1 else (w * w).sum(axis=1)  # 3-D traces: spin vectors
+        still &= (speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2)
+    padded = np.concatenate(([False], still, [False]))
+    edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately the start and the end of a rest
+    start, stop = edge[::2], edge[1::2]
+    long = stop - start >= max(1, round(MIN_SECONDS / trace.dt))
+    return [(s, {"frames": e - s}) for s, e in zip(start[long].tolist(), stop[long].tolist())]

@@ -1,7 +1,5 @@
 import math
 
-import numpy as np
-
 PATTERN = "grid cell path"
 DESCRIPTION = (
     "A body crosses several grid cells in one movement (transitions less than 1 s apart). Emitted once per "
@@ -21,29 +19,30 @@ COMPASS = ["east", "north-east", "north", "north-west", "west", "south-west", "s
 
 def detect(trace, events):
     gap = GAP_SECONDS / trace.dt
-    by_object = {}
+    movements = {}  # body -> its movements, each a list of transitions (frame, params)
     for frame, p in events["grid cell transition"]:
-        by_object.setdefault(p["object"], []).append((frame, p))
+        moves = movements.setdefault(p["object"], [])
+        if moves and frame - moves[-1][-1][0] <= gap:
+            moves[-1].append((frame, p))
+        else:
+            moves.append([(frame, p)])
     out = []
-    for name, moves in by_object.items():
-        frames = np.array([f for f, _ in moves])
-        cuts = np.flatnonzero(np.diff(frames) > gap) + 1
-        for seg in np.split(np.arange(len(moves)), cuts):
+    for name, moves in movements.items():
+        for seg in moves:
             if len(seg) < MIN_TRANSITIONS:
                 continue
-            path = [moves[seg[0]][1]["from_cell"]] + [moves[k][1]["to_cell"] for k in seg]
-            cells = np.array(path)
+            path = [seg[0][1]["from_cell"]] + [p["to_cell"] for _, p in seg]
             ends = list(range(LEG, len(path), LEG)) + ([len(path) - 1] if (len(path) - 1) % LEG else [])
             legs = []
             for a, b in zip([0] + ends[:-1], ends):
-                if (cells[b] == cells[a]).all():  # out and back within one leg: keep its single steps
-                    legs += [cells[k + 1] - cells[k] for k in range(a, b)]
+                if path[b] == path[a]:  # out and back within one leg: keep its single steps
+                    legs += [(path[k + 1][0] - path[k][0], path[k + 1][1] - path[k][1]) for k in range(a, b)]
                 else:
-                    legs.append(cells[b] - cells[a])
+                    legs.append((path[b][0] - path[a][0], path[b][1] - path[a][1]))
             directions = []
             for dx, dy in legs:
                 word = COMPASS[round(math.atan2(dy, dx) / (math.pi / 4)) % 8]
                 if not directions or directions[-1] != word:
                     directions.append(word)
-            out.append((int(frames[seg[-1]]), {"object": name, "path": path, "directions": directions}))
+            out.append((seg[-1][0], {"object": name, "path": path, "directions": directions}))
     return out

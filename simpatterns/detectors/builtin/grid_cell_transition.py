@@ -15,20 +15,33 @@ HYSTERESIS = 0.5  # px a centre must be inside a new cell: bodies resting on a c
 
 def detect(trace, events):
     dyn = np.flatnonzero(trace.dynamic_mask)
+    if not dyn.size:
+        return []
+    T, M = trace.num_frames, dyn.size
     pos = np.take(trace.position[..., :2], dyn, axis=1)  # [T, M, 2]
     if trace.meta.get("world_size"):
         lo, size = np.zeros(2), np.asarray(trace.meta["world_size"], dtype=float)[:2]
     else:  # no declared world: grid over the extent the bodies cover
         lo, size = pos.min(axis=(0, 1)), np.ptp(pos, axis=(0, 1)) + 1e-9
-    u = (pos - lo) * (GRID / size)  # position in cell units
+    # one row per body and axis (x and y of body 0, x and y of body 1, ...), frames along the row
+    u = np.ascontiguousarray(pos.reshape(T, 2 * M).T)
+    u = (u - np.tile(lo, M)[:, None]) * np.tile(GRID / size, M)[:, None]  # [2M, T], position in cell units
     cell = np.floor(u)
-    h = HYSTERESIS * GRID / size
-    sure = (u - cell >= h) & (u - cell <= 1 - h)  # well inside its cell along that axis
-    sure[0] = True
-    # per axis, carry the last cell seen well inside a cell forward over the frames near a boundary
-    last = np.maximum.accumulate(np.where(sure, np.arange(len(u))[:, None, None], 0), axis=0)
-    cell = np.clip(np.take_along_axis(cell, last, axis=0), 0, GRID - 1).astype(int)
-    t, m = np.nonzero((cell[1:] != cell[:-1]).any(axis=2))
+    h = np.tile(HYSTERESIS * GRID / size, M)[:, None]
+    frac = u - cell
+    sure = (frac >= h) & (frac <= 1 - h)  # well inside its cell along that axis
+    sure[:, 0] = True
+    # a row's cell at frame t is the one seen at its last sure frame <= t (carried over frames near a boundary)
+    at = np.flatnonzero(sure)  # row * T + frame, in order
+    seen = np.clip(cell.ravel()[at], 0, GRID - 1).astype(int)
+    new = seen[1:] != seen[:-1]
+    new[np.cumsum(sure.sum(axis=1))[:-1] - 1] = False  # the first entry of the next row is no transition
+    change = at[1:][new]
+    key = np.unique(change % T * M + change // T // 2)  # (frame, body) of each transition, by frame then body
+    frame, body = key // M, key % M
+    rows = (2 * body[:, None] + np.arange(2)) * T  # [E, 2]: start of each axis row of the body
+    before = seen[np.searchsorted(at, rows + frame[:, None] - 1, side="right") - 1]
+    after = seen[np.searchsorted(at, rows + frame[:, None], side="right") - 1]
     names = [trace.names[i] for i in dyn]
-    return [(int(f) + 1, {"object": names[k], "from_cell": cell[f, k].tolist(), "to_cell": cell[f + 1, k].tolist()})
-            for f, k in zip(t, m)]
+    return [(f, {"object": names[m], "from_cell": a, "to_cell": b})
+            for f, m, a, b in zip(frame.tolist(), body.tolist(), before.tolist(), after.tolist())]

@@ -1,5 +1,3 @@
-import numpy as np
-
 PATTERN = "moving hits stationary"
 DESCRIPTION = (
     "A moving body (object_a, at least 5 px/s) collides with a dynamic body at rest (object_b, under "
@@ -16,21 +14,17 @@ RESPONSE_SPEED = 2.0  # px/s object_b must reach: it felt the hit
 RESPONSE_FRAMES = 5  # frames after the contact to reach it
 
 
-def speed(trace, i, frames):
-    v = trace.velocity[frames, i]
-    return np.sqrt((v ** 2).sum(axis=-1))
-
-
 def detect(trace, events):
     k = max(1, round(REST_SECONDS / trace.dt))
+    speed, dynamic, names = trace.speed(), trace.dynamic_mask, trace.names  # speed [T, N]
     out = []
     for frame, p in events["collision start"]:
         if frame < k:
             continue
         pair = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
         for i, j in (pair, pair[::-1]):
-            if (trace.bodies[j].dynamic and speed(trace, i, frame - 1) >= MOVING_SPEED
-                    and speed(trace, j, slice(frame - k, frame)).max() < REST_SPEED
-                    and speed(trace, j, slice(frame, frame + RESPONSE_FRAMES)).max() >= RESPONSE_SPEED):
-                out.append((frame, {"object_a": trace.names[i], "object_b": trace.names[j]}))
+            if (dynamic[j] and speed[frame - 1, i] >= MOVING_SPEED
+                    and speed[frame - k:frame, j].max() < REST_SPEED
+                    and speed[frame:frame + RESPONSE_FRAMES, j].max() >= RESPONSE_SPEED):
+                out.append((frame, {"object_a": names[i], "object_b": names[j]}))
     return out

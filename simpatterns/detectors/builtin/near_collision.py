@@ -25,45 +25,64 @@ def round_body(trace, i):
 
 
 def outline(trace, i, frames):
-    """Body i's parts in world coordinates at `frames`: [(points [F, V, 2], radius, is_polygon)]."""
-    c, s = np.cos(trace.angle[frames, i])[:, None], np.sin(trace.angle[frames, i])[:, None]
-    out = []
+    """Body i at `frames` in world coordinates: circle centres (x, y [F, C], radii [C]) and polygon
+    corners (x, y [F, V], the index of each corner's successor around its polygon)."""
+    centres, radii, corners, succ = [], [], [], []
     for part in trace.bodies[i].parts:
-        local = np.array(part["vertices"] if part["kind"] == "poly" else [part["center"]], dtype=float)
-        rot = np.stack([c * local[:, 0] - s * local[:, 1], s * local[:, 0] + c * local[:, 1]], axis=2)
-        out.append((trace.position[frames, i, None, :2] + rot, part.get("radius", 0.0), part["kind"] == "poly"))
-    return out
+        if part["kind"] == "circle":
+            centres.append(part["center"])
+            radii.append(part["radius"])
+        else:  # all polygons in one array; succ closes each one on itself
+            n, k = len(corners), len(part["vertices"])
+            corners += part["vertices"]
+            succ += list(range(n + 1, n + k)) + [n]
+    x, y = trace.position[frames, i, 0, None], trace.position[frames, i, 1, None]  # [F, 1]
+    if corners or any(map(any, centres)):
+        c, s = np.cos(trace.angle[frames, i])[:, None], np.sin(trace.angle[frames, i])[:, None]
+
+    def place(local):  # body-frame points -> world x, y [F, K]
+        if not any(map(any, local)):  # points on the body's origin stay there as it turns
+            return np.repeat(x, len(local), axis=1), np.repeat(y, len(local), axis=1)
+        lx, ly = np.array(local, dtype=float).T
+        return x + (c * lx - s * ly), y + (s * lx + c * ly)
+
+    return place(centres), np.array(radii), place(corners), np.array(succ, dtype=int)
 
 
-def point_to_edges(p, poly):
-    """[F]: smallest distance from the points p [F, V, 2] to the edges of the polygons poly [F, W, 2]."""
-    ax, ay = poly[:, None, :, 0], poly[:, None, :, 1]  # edge starts [F, 1, W]
-    dx, dy = np.roll(ax, -1, axis=2) - ax, np.roll(ay, -1, axis=2) - ay
-    wx, wy = p[:, :, None, 0] - ax, p[:, :, None, 1] - ay  # [F, V, W]
+def point_to_edges(px, py, corners, succ):
+    """[F, V]: distance from each point (px, py) [F, V] to the nearest edge of the polygons (corners
+    [F, W] to their successors)."""
+    qx, qy = corners
+    dx, dy = (qx[:, succ] - qx)[:, None], (qy[:, succ] - qy)[:, None]  # edges [F, 1, W]
+    wx, wy = px[:, :, None] - qx[:, None], py[:, :, None] - qy[:, None]  # [F, V, W]
     t = np.clip((wx * dx + wy * dy) / (dx * dx + dy * dy), 0, 1)
     ex, ey = wx - t * dx, wy - t * dy
-    return np.sqrt((ex * ex + ey * ey).min(axis=(1, 2)))
+    return np.sqrt((ex * ex + ey * ey).min(axis=2))
 
 
-def surface_gap(parts_i, parts_j):
+def surface_gap(body_i, body_j):
     """[F]: distance between two bodies' surfaces (exact for separated convex parts)."""
-    best = np.inf
-    for p, rp, p_poly in parts_i:
-        for q, rq, q_poly in parts_j:
-            if q_poly:
-                best = np.minimum(best, point_to_edges(p, q) - rp)
-            if p_poly:
-                best = np.minimum(best, point_to_edges(q, p) - rq)
-            if not (p_poly or q_poly):
-                d = p[:, 0] - q[:, 0]
-                best = np.minimum(best, np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2) - rp - rq)
-    return best
+    gaps = []
+    for (centres, radii, corners, _), (_, _, q_corners, q_succ) in ((body_i, body_j), (body_j, body_i)):
+        if q_succ.size:  # circles and corners of one body against the other's polygon edges
+            if radii.size:
+                gaps.append(point_to_edges(*centres, q_corners, q_succ) - radii)
+            if corners[0].size:
+                gaps.append(point_to_edges(*corners, q_corners, q_succ))
+    (pcx, pcy), rp = body_i[:2]
+    (qcx, qcy), rq = body_j[:2]
+    if rp.size and rq.size:  # circle to circle
+        dx, dy = pcx[:, :, None] - qcx[:, None], pcy[:, :, None] - qcy[:, None]
+        gaps.append((np.sqrt(dx ** 2 + dy ** 2) - rp[:, None] - rq).reshape(len(dx), -1))
+    if not gaps:
+        return np.inf
+    return np.concatenate(gaps, axis=1).min(axis=1) if len(gaps) > 1 else gaps[0].min(axis=1)
 
 
 def detect(trace, events):
     if trace.dim != 2:
         return []
-    T, N = trace.num_frames, trace.num_bodies
+    T = trace.num_frames
     # objects that can move, and the fixed goal body; walls and fixed scenery are passed too often to count
     dynamic = trace.dynamic_mask.tolist()
     bodies = [i for i, b in enumerate(trace.bodies) if b.role != "wall" and (b.dynamic or b.role in GOAL_ROLES)]
@@ -71,33 +90,43 @@ def detect(trace, events):
     if not pairs:
         return []
     ii, jj = np.array(pairs).T
-    radius = np.array([b.bounding_radius for b in trace.bodies])
-    d = np.take(trace.position, jj, axis=1) - np.take(trace.position, ii, axis=1)  # [T, P, 2]
-    dv = np.take(trace.velocity, jj, axis=1) - np.take(trace.velocity, ii, axis=1)
-    bound = np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2) - radius[ii] - radius[jj]  # gap of the bounding circles
+    radius = np.zeros(trace.num_bodies)
+    radius[bodies] = [trace.bodies[i].bounding_radius for i in bodies]
+    pos = trace.position
+    dx, dy = (pos[:, jj, 0] - pos[:, ii, 0]).T, (pos[:, jj, 1] - pos[:, ii, 1]).T  # [P, T], pair by pair
+    bound = np.sqrt(dx ** 2 + dy ** 2) - radius[ii, None] - radius[jj, None]  # gap of the bounding circles
+    # the bounding-circle gap is a lower bound of the true gap: pairs whose circles never come near are done
+    keep = np.flatnonzero((bound < NEAR_GAP).any(axis=1))
+    if not keep.size:
+        return []
+    ii, jj, bound = ii[keep], jj[keep], bound[keep]
+    vel = trace.velocity
+    dvx, dvy = (vel[:, jj, 0] - vel[:, ii, 0]).T, (vel[:, jj, 1] - vel[:, ii, 1]).T
     w = max(1, round(CLEAR_SECONDS / trace.dt))
     t = np.arange(T)
-    touch = trace.touching_matrix().reshape(T, N * N)[:, ii * N + jj]
-    cum = np.concatenate([np.zeros((1, len(pairs)), dtype=int), np.cumsum(touch, axis=0)])
-    clear = cum[np.minimum(t + w + 1, T)] == cum[np.maximum(t - w, 0)]  # no contact within w frames
-    near = (bound < NEAR_GAP) & clear & (dv[..., 0] ** 2 + dv[..., 1] ** 2 >= MIN_REL_SPEED ** 2)
+    after, before = np.minimum(t + w + 1, T), np.maximum(t - w, 0)  # ends of the window of w frames around t
+    cum = np.zeros((keep.size, T + 1), dtype=int)  # contacts of each pair before each frame
+    np.cumsum(trace.touching_matrix()[:, ii, jj].T, axis=1, out=cum[:, 1:])
+    clear = cum[:, after] == cum[:, before]  # no contact within w frames
+    near = (bound < NEAR_GAP) & clear & (dvx ** 2 + dvy ** 2 >= MIN_REL_SPEED ** 2)
     out = []
-    for k in np.flatnonzero(near.any(axis=0)):
+    for k in np.flatnonzero(near.any(axis=1)):
         i, j = int(ii[k]), int(jj[k])
-        g = bound[:, k].copy()  # bounding circles are exact for balls and a lower bound otherwise
-        hits = np.concatenate(([0], np.cumsum(near[:, k])))
+        g = bound[k]  # bounding circles are exact for balls and a lower bound otherwise
+        hits = np.zeros(T + 1, dtype=int)
+        np.cumsum(near[k], out=hits[1:])
         if not (round_body(trace, i) and round_body(trace, j)):
             # exact gaps within w frames of a candidate; elsewhere the pair counts as not near
-            span = hits[np.minimum(t + w + 1, T)] > hits[np.maximum(t - w, 0)]
-            f = np.flatnonzero(span & (g < NEAR_GAP))
+            f = np.flatnonzero((hits[after] > hits[before]) & (g < NEAR_GAP))
             g = np.maximum(g, NEAR_GAP)
             g[f] = surface_gap(outline(trace, i, f), outline(trace, j, f))
-        edge = np.diff(np.concatenate(([0], (g < NEAR_GAP).astype(np.int8), [0])))
-        start, stop = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+        padded = np.concatenate(([False], g < NEAR_GAP, [False]))
+        edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately the start and the stop of a dip
+        start, stop = edge[::2], edge[1::2]
         has_candidate = hits[stop] > hits[start]
         for s, e in zip(start[has_candidate], stop[has_candidate]):  # each dip, at its closest frame
             m = s + int(np.argmin(g[s:e]))
             lo, hi = max(m - w, 0), min(m + w + 1, T)
-            if near[m, k] and g[m] > 0 and g[lo:m + 1].max() >= g[m] + NEAR_GAP and g[m:hi].max() >= g[m] + NEAR_GAP:
+            if near[k, m] and g[m] > 0 and g[lo:m + 1].max() >= g[m] + NEAR_GAP and g[m:hi].max() >= g[m] + NEAR_GAP:
                 out.append((m, {"object_a": trace.names[i], "object_b": trace.names[j], "gap": round(float(g[m]), 1)}))
     return sorted(out, key=lambda ev: ev[0])

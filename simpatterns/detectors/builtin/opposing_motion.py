@@ -38,16 +38,17 @@ def detect(trace, events):
         # recent[t, k]: users[k] touched the lever at some frame in [t - w, t]
         cum = np.concatenate([np.zeros((1, users.size), int), np.cumsum(touch[:, c, users], axis=0)])
         recent = cum[1:] - cum[np.maximum(np.arange(trace.num_frames) - w, 0)] > 0
-        v = trace.velocity[:, users]
-        speed = np.sqrt((v ** 2).sum(axis=2))
+        v = np.take(trace.velocity, users, axis=1)
+        speed = np.take(trace.speed(), users, axis=1)
         for k in range(users.size):
             for m in range(k + 1, users.size):
                 a, b = users[k], users[m]
                 cos = (v[:, k] * v[:, m]).sum(axis=1) / np.maximum(speed[:, k] * speed[:, m], 1e-9)
                 cond = (recent[:, k] & recent[:, m] & turning & ~touch[:, a, b] & (cos < OPPOSE_COS)
                         & (speed[:, k] >= MOVING_SPEED) & (speed[:, m] >= MOVING_SPEED))
-                d = np.diff(np.concatenate(([0], cond.astype(np.int8), [0])))
-                for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+                padded = np.concatenate(([False], cond, [False]))
+                edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately a start and a stop
+                for s, e in zip(edge[::2], edge[1::2]):
                     if e - s < MIN_FRAMES:
                         continue
                     before = max(s - w, 0)  # the driver was the faster one just before

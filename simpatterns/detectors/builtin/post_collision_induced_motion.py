@@ -17,29 +17,34 @@ IMPACT_SPEED = 5.0  # px/s closing speed of the collision: placement settling do
 WINDOW_SECONDS = 0.5  # the push travels through a support or a stack within this time
 
 
-def speed(trace, i, frames):
-    v = trace.velocity[frames, i]
-    return np.sqrt((v ** 2).sum(axis=-1))
-
-
 def detect(trace, events):
-    touch, dynamic = trace.touching_matrix(), trace.dynamic_mask
+    dynamic = trace.dynamic_mask
     k = max(1, round(REST_SECONDS / trace.dt))
     w = max(1, round(WINDOW_SECONDS / trace.dt))
-    out, seen = [], set()
+    hits, pairs = [], []  # the collisions that push (closing at IMPACT_SPEED or more): (frame, a, b), names
     for frame, p in events["collision start"]:
         a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
-        dv = trace.velocity[frame - 1, a] - trace.velocity[frame - 1, b]
-        if frame < k or dv @ dv < IMPACT_SPEED ** 2:
+        if frame >= k:
+            dv = trace.velocity[frame - 1, a] - trace.velocity[frame - 1, b]
+            if dv @ dv >= IMPACT_SPEED ** 2:
+                hits.append((frame, a, b))
+                pairs.append((p["object_a"], p["object_b"]))
+    if not hits:
+        return []
+    f, a, b = np.array(hits).T
+    touch = trace.touching_matrix()
+    # bodies touching a dynamic one of the two when they collide (not the two themselves)
+    linked = (touch[f, :, a] & dynamic[a, None]) | (touch[f, :, b] & dynamic[b, None])
+    linked[np.arange(len(f)), a] = linked[np.arange(len(f)), b] = False
+    speed = trace.speed()  # [T, N]
+    names = trace.names
+    out, seen = [], set()
+    for e, c in zip(*np.nonzero(linked & dynamic)):
+        frame = int(f[e])
+        if speed[frame - k:frame, c].max() >= REST_SPEED:  # it was not at rest
             continue
-        linked = (touch[frame, :, a] & dynamic[a]) | (touch[frame, :, b] & dynamic[b])
-        linked[[a, b]] = False
-        for c in np.flatnonzero(linked & dynamic):
-            if speed(trace, c, slice(frame - k, frame)).max() >= REST_SPEED:
-                continue
-            moving = np.flatnonzero(speed(trace, c, slice(frame, frame + w + 1)) >= MOVE_SPEED)
-            if moving.size and (c, frame + moving[0]) not in seen:
-                seen.add((c, frame + moving[0]))
-                out.append((int(frame + moving[0]), {"object": trace.names[c], "object_a": p["object_a"],
-                                                     "object_b": p["object_b"]}))
+        moving = np.flatnonzero(speed[frame:frame + w + 1, c] >= MOVE_SPEED)
+        if moving.size and (c, frame + moving[0]) not in seen:
+            seen.add((c, frame + moving[0]))
+            out.append((frame + int(moving[0]), {"object": names[c], "object_a": pairs[e][0], "object_b": pairs[e][1]}))
     return sorted(out, key=lambda ev: ev[0])

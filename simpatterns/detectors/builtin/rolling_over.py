@@ -39,13 +39,15 @@ def detect(trace, events):
             for i, j in ((a, b), (b, a)):
                 if not trace.bodies[i].dynamic:
                     continue
+                turned = np.abs(trace.angular_velocity[s:e, i]).sum() * trace.dt * trace.bodies[i].bounding_radius
+                if turned < ROLL_FRACTION * MIN_DISTANCE:  # cannot cover half of any long enough traverse
+                    continue
                 step = np.diff(trace.position[s:e + 1, i, :2] - trace.position[s:e + 1, j, :2], axis=0)
                 dist = np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum()
-                turned = np.abs(trace.angular_velocity[s:e, i]).sum() * trace.dt * trace.bodies[i].bounding_radius
                 if dist < MIN_DISTANCE or turned < ROLL_FRACTION * dist:
                     continue
-                rows = np.flatnonzero((trace.contact_frame >= s) & (trace.contact_frame < e)
-                                      & (trace.contact_a == min(a, b)) & (trace.contact_b == max(a, b)))
+                lo, hi = np.searchsorted(trace.contact_frame, [s, e])  # the contact rows of frames s to e - 1
+                rows = lo + np.flatnonzero((trace.contact_a[lo:hi] == min(a, b)) & (trace.contact_b[lo:hi] == max(a, b)))
                 up = trace.contact_normal[rows, 1].mean() * (1 if i > j else -1)  # normals point from a to b
                 if up > 0:
                     out.append((e, {"object_a": trace.names[i], "object_b": trace.names[j],

@@ -21,14 +21,15 @@ def detect(trace, events):
     if not pairs:
         return []
     ii, jj = np.array(pairs).T
-    d = trace.position[:, jj, 0] - trace.position[:, ii, 0]  # [T, P]: > 0 when i is left of j
-    sign = np.where(d > TOLERANCE, 1, np.where(d < -TOLERANCE, -1, 0))
-    # carry the last clear order over frames where the centres are within the tolerance
-    last = np.maximum.accumulate(np.where(sign != 0, np.arange(len(d))[:, None], 0), axis=0)
-    order = np.take_along_axis(sign, last, axis=0)
+    d = (trace.position[:, jj, 0] - trace.position[:, ii, 0]).T.copy()  # [P, T]: > 0 when i is left of j
+    ahead, behind = d > TOLERANCE, d < -TOLERANCE  # a clear order; within the tolerance the last clear one holds
     names = trace.names
-    return [
-        (int(t) + 1, {"object_a": names[ii[k]], "object_b": names[jj[k]],
-                      "left": names[ii[k]] if order[t + 1, k] > 0 else names[jj[k]]})
-        for t, k in zip(*np.nonzero(order[1:] * order[:-1] < 0))
-    ]
+    out = []
+    for k in np.flatnonzero(ahead.any(axis=1) & behind.any(axis=1)):  # only pairs seen in both orders can flip
+        frames = np.flatnonzero(ahead[k] | behind[k])
+        order = ahead[k, frames]
+        flip = np.flatnonzero(order[1:] != order[:-1]) + 1
+        i, j = names[ii[k]], names[jj[k]]
+        out += [(f, {"object_a": i, "object_b": j, "left": i if now else j})
+                for f, now in zip(frames[flip].tolist(), order[flip].tolist())]
+    return sorted(out, key=lambda ev: ev[0])

@@ -22,48 +22,53 @@ def pair_runs(key, frame, num_frames, gap=0):
     stop exclusive, ordered by key then start; runs at most `gap` frames apart merge."""
     if key.size == 0:
         return key, key, key
-    keys = np.flatnonzero(np.bincount(key))
+    keys = np.flatnonzero(np.bincount(key))  # the distinct keys, in order: one mask row each
     slot = np.zeros(keys[-1] + 1, dtype=np.int64)
     slot[keys] = np.arange(keys.size)
-    mask = np.zeros((keys.size, num_frames + 2), dtype=np.int8)
-    mask[slot[key], frame + 1] = 1
-    edge = np.diff(mask, axis=1)
-    k, start = np.nonzero(edge == 1)
-    stop = np.nonzero(edge == -1)[1]
-    if gap and k.size > 1:
-        keep = np.concatenate(([True], (k[1:] != k[:-1]) | (start[1:] - stop[:-1] > gap)))
-        k, start, stop = k[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
-    return keys[k], start, stop
+    width = num_frames + 2  # a free column at either end of each row
+    mask = np.zeros(keys.size * width, dtype=bool)
+    mask[slot[key] * width + frame + 1] = True
+    edge = np.flatnonzero(mask[1:] != mask[:-1])  # alternately the start and the stop of a run
+    row = edge[::2] // width
+    start, stop = edge[::2] - row * width, edge[1::2] - row * width
+    if gap and row.size > 1:
+        keep = np.concatenate(([True], (row[1:] != row[:-1]) | (start[1:] - stop[:-1] > gap)))
+        row, start, stop = row[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
+    return keys[row], start, stop
 
 
 def detect(trace, events):
     if trace.dim != 2:
         return []
     T, N = trace.num_frames, trace.num_bodies
-    dyn = np.flatnonzero(trace.dynamic_mask)
-    vd = np.take(trace.velocity, dyn, axis=1)
-    moving = np.zeros((T, N), dtype=bool)  # fixed bodies never move
-    moving[:, dyn] = vd[..., 0] ** 2 + vd[..., 1] ** 2 >= STILL_SPEED ** 2
-    f = trace.contact_frame.astype(np.int64)
+    pos, vel, spin = trace.position.reshape(T * N, 2), trace.velocity.reshape(T * N, 2), trace.angular_velocity.ravel()
+    at = trace.contact_frame.astype(np.int64) * N  # flat (frame, body) index of each contact's bodies: at + body
     a, b = trace.contact_a.astype(np.int64), trace.contact_b.astype(np.int64)
-    a_moves, b_moves = moving.ravel()[f * N + a], moving.ravel()[f * N + b]
+    va, vb = np.take(vel, at + a, axis=0), np.take(vel, at + b, axis=0)
+    dynamic = trace.dynamic_mask  # fixed bodies never move
+    a_moves = dynamic[a] & (va[:, 0] ** 2 + va[:, 1] ** 2 >= STILL_SPEED ** 2)
+    b_moves = dynamic[b] & (vb[:, 0] ** 2 + vb[:, 1] ** 2 >= STILL_SPEED ** 2)
     rows = np.flatnonzero(a_moves != b_moves)  # one body moves, the other stays still
-    f, slider, surface = f[rows], np.where(a_moves, a, b)[rows], np.where(a_moves, b, a)[rows]
-    p, n = trace.contact_point[rows], trace.contact_normal[rows]
+    f, slider, surface = at[rows] // N, np.where(a_moves, a, b)[rows], np.where(a_moves, b, a)[rows]
+    (px, py), (nx, ny) = np.take(trace.contact_point, rows, axis=0).T, np.take(trace.contact_normal, rows, axis=0).T
 
-    def surface_velocity(i):  # velocity of body i's material at the contact point
-        r, w = p - trace.position[f, i], trace.angular_velocity[f, i]
-        return trace.velocity[f, i] + np.stack([-w * r[:, 1], w * r[:, 0]], axis=1)
+    def surface_velocity(i):  # velocity of body i's material at the contact point, x and y
+        k = at[rows] + i
+        (x, y), (vx, vy), w = np.take(pos, k, axis=0).T, np.take(vel, k, axis=0).T, spin[k]
+        return vx + -w * (py - y), vy + w * (px - x)
 
-    rel = surface_velocity(slider) - surface_velocity(surface)
-    slip = np.abs(rel[:, 1] * n[:, 0] - rel[:, 0] * n[:, 1])
-    sliding = (slip > SLIP_SPEED) & (slip > np.abs((rel * n).sum(axis=1)))
+    (sx, sy), (ux, uy) = surface_velocity(slider), surface_velocity(surface)
+    rx, ry = sx - ux, sy - uy
+    slip = np.abs(ry * nx - rx * ny)
+    sliding = (slip > SLIP_SPEED) & (slip > np.abs(rx * nx + ry * ny))
     key, start, stop = pair_runs(slider[sliding] * N + surface[sliding], f[sliding], T, MERGE_GAP)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     out = []
-    for k, s, e in zip(key.tolist(), start, stop):
+    for k, s, e in zip(key.tolist(), start.tolist(), stop.tolist()):
+        if e - s < min_frames:
+            continue
         i, j = divmod(k, N)
         step = np.diff(trace.position[s:e, i] - trace.position[s:e, j], axis=0)
-        if e - s >= min_frames and np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum() >= MIN_TRAVEL:
-            out.append((int(s), {"object_a": trace.names[i], "object_b": trace.names[j], "frames": int(e - s)}))
+        if np.sqrt(step[:, 0] ** 2 + step[:, 1] ** 2).sum() >= MIN_TRAVEL:
+            out.append((s, {"object_a": trace.names[i], "object_b": trace.names[j], "frames": e - s}))
     return sorted(out, key=lambda ev: ev[0])

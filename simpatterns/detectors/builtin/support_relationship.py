@@ -19,18 +19,19 @@ def pair_runs(key, frame, num_frames, gap=0):
     stop exclusive, ordered by key then start; runs at most `gap` frames apart merge."""
     if key.size == 0:
         return key, key, key
-    keys = np.flatnonzero(np.bincount(key))
+    keys = np.flatnonzero(np.bincount(key))  # the distinct keys, in order: one mask row each
     slot = np.zeros(keys[-1] + 1, dtype=np.int64)
     slot[keys] = np.arange(keys.size)
-    mask = np.zeros((keys.size, num_frames + 2), dtype=np.int8)
-    mask[slot[key], frame + 1] = 1
-    edge = np.diff(mask, axis=1)
-    k, start = np.nonzero(edge == 1)
-    stop = np.nonzero(edge == -1)[1]
-    if gap and k.size > 1:
-        keep = np.concatenate(([True], (k[1:] != k[:-1]) | (start[1:] - stop[:-1] > gap)))
-        k, start, stop = k[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
-    return keys[k], start, stop
+    width = num_frames + 2  # a free column at either end of each row
+    mask = np.zeros(keys.size * width, dtype=bool)
+    mask[slot[key] * width + frame + 1] = True
+    edge = np.flatnonzero(mask[1:] != mask[:-1])  # alternately the start and the stop of a run
+    row = edge[::2] // width
+    start, stop = edge[::2] - row * width, edge[1::2] - row * width
+    if gap and row.size > 1:
+        keep = np.concatenate(([True], (row[1:] != row[:-1]) | (start[1:] - stop[:-1] > gap)))
+        row, start, stop = row[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
+    return keys[row], start, stop
 
 
 def detect(trace, events):
@@ -41,9 +42,9 @@ def detect(trace, events):
     on_b, on_a = up >= UP_COS, up <= -UP_COS  # contact_b rests on contact_a, or the other way round
     upper = np.where(on_b, trace.contact_b, trace.contact_a).astype(np.int64)
     lower = np.where(on_b, trace.contact_a, trace.contact_b).astype(np.int64)
-    rows = (on_a | on_b) & trace.dynamic_mask[upper]
+    rows = np.flatnonzero((on_a | on_b) & trace.dynamic_mask[upper])  # only a body that can move is supported
     key, start, stop = pair_runs(upper[rows] * N + lower[rows], trace.contact_frame[rows], trace.num_frames, MERGE_GAP)
     names = trace.names
-    out = [(int(s), {"object_a": names[k // N], "object_b": names[k % N], "frames": int(e - s)})
-           for k, s, e in zip(key.tolist(), start, stop)]
+    out = [(s, {"object_a": names[k // N], "object_b": names[k % N], "frames": e - s})
+           for k, s, e in zip(key.tolist(), start.tolist(), stop.tolist())]
     return sorted(out, key=lambda ev: ev[0])

@@ -18,8 +18,9 @@ SMALL, LARGE = 1 / 3, 2 / 3  # relative change bounds of the bins
 
 def runs(mask, gap=0):
     """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
-    d = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
-    start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    padded = np.concatenate(([False], mask, [False]))
+    edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately a start and a stop
+    start, stop = edge[::2], edge[1::2]
     if gap and start.size > 1:
         keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))
         start, stop = start[keep], stop[np.concatenate((keep[1:], [True]))]
@@ -27,21 +28,20 @@ def runs(mask, gap=0):
 
 
 def detect(trace, events):
-    dyn = np.flatnonzero(trace.dynamic_mask)
-    v = np.take(trace.velocity, dyn, axis=1)
-    speed = np.sqrt((v ** 2).sum(axis=2))  # [T, M]
-    jump = np.abs(np.diff(speed, axis=0)) > RATE  # jump[t]: from frame t to t + 1
+    speed = trace.speed()  # [T, N]
     out = []
-    for k in np.flatnonzero(jump.any(axis=0)):
-        for s, e in zip(*runs(jump[:, k], MERGE_GAP)):
-            before, after = speed[s, k], speed[e, k]
+    for i in np.flatnonzero(trace.dynamic_mask):
+        s_i = speed[:, i]
+        jump = np.abs(s_i[1:] - s_i[:-1]) > RATE  # jump[t]: from frame t to t + 1
+        if not jump.any():
+            continue
+        start, stop = runs(jump, MERGE_GAP)
+        for s, before, after in zip(start.tolist(), s_i[start].tolist(), s_i[stop].tolist()):
             change = abs(after - before)
             if change < MIN_CHANGE:
                 continue
             rel = change / max(before, after)
             magnitude = "small" if rel < SMALL else "medium" if rel < LARGE else "large"
-            out.append((int(s) + 1, {
-                "object": trace.names[dyn[k]], "magnitude": magnitude,
-                "speed_before": round(float(before), 1), "speed_after": round(float(after), 1),
-            }))
+            out.append((s + 1, {"object": trace.names[i], "magnitude": magnitude,
+                                "speed_before": round(before, 1), "speed_after": round(after, 1)}))
     return out

@@ -20,8 +20,9 @@ MERGE_GAP = 2  # frames of contact flicker that do not end the wedge
 
 def runs(mask, gap=0):
     """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
-    d = np.diff(np.concatenate(([0], np.asarray(mask, dtype=np.int8), [0])))
-    start, stop = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    padded = np.concatenate(([False], mask, [False]))
+    edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately a start and a stop
+    start, stop = edge[::2], edge[1::2]
     if gap and start.size > 1:
         keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))
         start, stop = start[keep], stop[np.concatenate((keep[1:], [True]))]
@@ -32,28 +33,36 @@ def detect(trace, events):
     if trace.dim != 2:  # "up" is +y: planar traces only
         return []
     T, N = trace.num_frames, trace.num_bodies
-    f, a, b, n = trace.contact_frame.astype(int), trace.contact_a, trace.contact_b, trace.contact_normal
-    at_a, at_b = f * N + a, f * N + b  # the normal points from a into b
-
-    def per_body(wa, wb):  # [T, N] sums over each body's contacts
-        return (np.bincount(at_a, wa, T * N) + np.bincount(at_b, wb, T * N)).reshape(T, N)
-
-    count = per_body(None, None)
-    net_x, net_y = per_body(-n[:, 0], n[:, 0]), per_body(-n[:, 1], n[:, 1])
-    abs_x, abs_y = per_body(np.abs(n[:, 0]), np.abs(n[:, 0])), per_body(np.abs(n[:, 1]), np.abs(n[:, 1]))
-    v = trace.velocity
-    squeezed = ((count >= 2) & (net_x ** 2 + net_y ** 2 <= MAX_NET ** 2) & (abs_y <= SQUEEZE_SLOPE * abs_x)
-                & (v[..., 0] ** 2 + v[..., 1] ** 2 < STILL_SPEED ** 2) & trace.dynamic_mask)
+    f, a, b, n = trace.contact_frame, trace.contact_a, trace.contact_b, trace.contact_normal
+    at = f.astype(np.int64) * N
+    count = (np.bincount(at + a, minlength=T * N) + np.bincount(at + b, minlength=T * N)).reshape(T, N)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     out = []
-    for x in np.flatnonzero(squeezed.sum(axis=0) >= min_frames):
+    # a wedged body touches two or more bodies for long enough; most bodies never do
+    for x in np.flatnonzero(trace.dynamic_mask & ((count >= 2).sum(axis=0) >= min_frames)):
         if trace.bodies[x].role == "wall":
             continue
-        start, stop = runs(squeezed[:, x], MERGE_GAP)
-        for s in start[stop - start >= min_frames]:
-            rows = np.flatnonzero((f == s) & ((a == x) | (b == x)))
+        v = trace.velocity[:, x]
+        maybe = (count[:, x] >= 2) & (v[:, 0] ** 2 + v[:, 1] ** 2 < STILL_SPEED ** 2)
+        if maybe.sum() < min_frames:
+            continue
+        as_a, as_b = np.flatnonzero(a == x), np.flatnonzero(b == x)  # its contacts; normals point from a into b
+        fa, fb, na, nb = f[as_a], f[as_b], np.take(n, as_a, axis=0), np.take(n, as_b, axis=0)
+
+        def per_frame(wa, wb):  # [T] sums over the body's contacts at each frame
+            return np.bincount(fa, wa, T) + np.bincount(fb, wb, T)
+
+        net_x, net_y = per_frame(-na[:, 0], nb[:, 0]), per_frame(-na[:, 1], nb[:, 1])
+        abs_x, abs_y = per_frame(np.abs(na[:, 0]), np.abs(nb[:, 0])), per_frame(np.abs(na[:, 1]), np.abs(nb[:, 1]))
+        squeezed = maybe & (net_x ** 2 + net_y ** 2 <= MAX_NET ** 2) & (abs_y <= SQUEEZE_SLOPE * abs_x)
+        if squeezed.sum() < min_frames:
+            continue
+        start, stop = runs(squeezed, MERGE_GAP)
+        for s in start[stop - start >= min_frames].tolist():
+            lo, hi = np.searchsorted(f, [s, s + 1])  # the contacts at frame s
+            rows = lo + np.flatnonzero((a[lo:hi] == x) | (b[lo:hi] == x))
             into = np.where((b[rows] == x)[:, None], n[rows], -n[rows])
             k, m = np.unravel_index(np.argmin(into @ into.T), (rows.size, rows.size))  # the most opposed two
             pair = sorted(int(a[r] if b[r] == x else b[r]) for r in rows[[k, m]])
-            out.append((int(s), {"object": trace.names[x], "between": [trace.names[i] for i in pair]}))
+            out.append((s, {"object": trace.names[x], "between": [trace.names[i] for i in pair]}))
     return sorted(out, key=lambda ev: ev[0])
