@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Annotation cost of the built-in pattern library against the simulation that made the trace.
 
-    python benchmarks/builtin_library.py [--reps 3] [--steps 1000]
+    python benchmarks/builtin_library.py [--reps 3] [--steps 1000] [--lengths]
 
 Over the 25-template mix (one scene and one random valid action each, every
 run `--steps` steps with no early stop), measured in the same process:
@@ -11,8 +11,15 @@ run `--steps` steps with no early stop), measured in the same process:
 
 The two are interleaved trace by trace and timed in CPU seconds, so a busy
 machine slows both alike. Prints the best-of-reps time per trace for both,
-their ratio (target: well under 0.2), and the mean per-pattern time over the
-mix, slowest first.
+their ratio (the issue's target: at most 0.2), then each pattern's CPU time
+inside the annotation (detector, event checks and dependency copies; shared
+per-trace caches such as `Trace.touching_matrix` are paid by the first
+pattern that asks), slowest first.
+
+``--lengths`` repeats the ratio for runs of 125 to 4000 steps and fits
+``annotate = fixed + per_frame * T``: a library of numpy detectors has a
+per-call floor (each numpy call costs microseconds whatever its size) that
+short traces cannot amortise.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ import time
 
 import numpy as np
 
-from simpatterns.annotate.annotator import annotate
+from simpatterns.annotate.annotator import _guarded, annotate, run_detector
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+
+CLOCK = time.process_time  # CPU seconds: steadier than wall time on a shared machine
 
 
 def mix() -> list[tuple[object, np.ndarray]]:
@@ -41,32 +50,48 @@ def mix() -> list[tuple[object, np.ndarray]]:
     return out
 
 
+def pattern_cpu(trace, lib: PatternLibrary) -> dict[str, float]:
+    """CPU seconds of each pattern, run as `annotate` runs it (dependency order, one guarded trace)."""
+    guarded, events, out = _guarded(trace), {}, {}
+    for label in lib.order():
+        t0 = CLOCK()
+        events[label] = run_detector(lib.get(label), guarded, events)
+        out[label] = CLOCK() - t0
+    return out
+
+
+def measure(lib: PatternLibrary, cases, steps: int, reps: int):
+    """Best-of-reps CPU seconds per case: simulate, annotate, and per pattern; plus the traces."""
+    sim = np.full((reps, len(cases)), np.inf)
+    ann = np.full((reps, len(cases)), np.inf)
+    per = {label: np.full((reps, len(cases)), np.inf) for label in lib.order()}
+    traces = []
+    for r in range(reps):  # simulate and annotate interleaved, so both see the same machine load
+        for k, (scene, a) in enumerate(cases):
+            t0 = CLOCK()
+            trace = simulate(scene, a, max_steps=steps, stop_on_success=False).trace
+            sim[r, k] = CLOCK() - t0
+            t0 = CLOCK()
+            annotation = annotate(trace, lib)
+            ann[r, k] = CLOCK() - t0
+            assert not annotation.errors, annotation.errors
+            for label, sec in pattern_cpu(trace, lib).items():
+                per[label][r, k] = sec
+            if r == 0:
+                traces.append((trace, len(annotation.events)))
+    return sim.min(axis=0), ann.min(axis=0), {label: v.min(axis=0) for label, v in per.items()}, traces
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--lengths", action="store_true", help="also measure runs of 125 to 4000 steps")
     args = parser.parse_args()
     lib = PatternLibrary.builtin()
     cases = mix()
-    clock = time.process_time  # CPU seconds: steadier than wall time on a shared machine
-    sim = np.full((args.reps, len(cases)), np.inf)
-    ann = np.full((args.reps, len(cases)), np.inf)
-    per_pattern: dict[str, list[float]] = {label: [] for label in lib.order()}
-    traces = []
-    for r in range(args.reps):  # simulate and annotate interleaved, so both see the same machine load
-        for k, (scene, a) in enumerate(cases):
-            t0 = clock()
-            trace = simulate(scene, a, max_steps=args.steps, stop_on_success=False).trace
-            sim[r, k] = clock() - t0
-            t0 = clock()
-            annotation = annotate(trace, lib)
-            ann[r, k] = clock() - t0
-            assert not annotation.errors, annotation.errors
-            for label, sec in annotation.timings.items():
-                per_pattern[label].append(sec)
-            if r == 0:
-                traces.append((trace, len(annotation.events)))
-    sim_t, ann_t = sim.min(axis=0), ann.min(axis=0)  # best of reps per case
+    annotate(simulate(*cases[0], max_steps=50).trace, lib)  # warm imports and caches
+    sim_t, ann_t, per, traces = measure(lib, cases, args.steps, args.reps)
     frames = np.mean([t.num_frames for t, _ in traces])
     bodies = np.mean([t.num_bodies for t, _ in traces])
     dynamic = np.mean([t.dynamic_mask.sum() for t, _ in traces])
@@ -74,11 +99,27 @@ def main() -> None:
           f"{np.mean([e for _, e in traces]):.0f} events per trace, {len(lib)} patterns")
     print(f"simulate  {sim_t.mean() * 1e3:7.2f} ms/trace (CPU)")
     print(f"annotate  {ann_t.mean() * 1e3:7.2f} ms/trace (CPU), {ann_t.mean() / len(lib) * 1e3:.3f} ms/pattern")
-    print(f"ratio annotate/simulate: mean {ann_t.sum() / sim_t.sum():.3f}, median per trace "
-          f"{np.median(ann_t / sim_t):.3f}  (target well under 0.2)")
-    print("mean ms per pattern per trace (wall, from Annotation.timings):")
-    for label, secs in sorted(per_pattern.items(), key=lambda kv: -np.mean(kv[1])):
-        print(f"  {np.mean(secs) * 1e3:7.3f}  {label}")
+    ratio = ann_t.sum() / sim_t.sum()
+    print(f"ratio annotate/simulate: mean {ratio:.3f}, median per trace {np.median(ann_t / sim_t):.3f}  "
+          f"(target <= 0.2: {'met' if ratio <= 0.2 else 'NOT met'})")
+    patterns = sum(v.mean() for v in per.values())
+    print(f"CPU ms per pattern per trace (sum {patterns * 1e3:.2f}, measured in a second pass over the same "
+          f"trace; benchmarks/annotate.py measures the annotator's own cost):")
+    for label, sec in sorted(per.items(), key=lambda kv: -kv[1].mean()):
+        print(f"  {sec.mean() * 1e3:7.3f}  {sec.mean() / sim_t.mean():6.3f} x sim  {label}")
+    if args.lengths:
+        print("\nratio against trace length (fit: annotate = fixed + per_frame * T):")
+        rows = []
+        for steps in (125, 250, 500, 1000, 2000, 4000):
+            s, a, _, tr = measure(lib, cases, steps, args.reps)
+            T = np.mean([t.num_frames for t, _ in tr])
+            rows.append((T, s.mean(), a.mean()))
+            print(f"  {T:5.0f} frames: simulate {s.mean() * 1e3:7.2f} ms, annotate {a.mean() * 1e3:6.2f} ms, "
+                  f"ratio {a.sum() / s.sum():.3f}")
+        T, s, a = np.array(rows).T
+        per_frame, fixed = np.polyfit(T, a, 1)
+        print(f"  annotate ~ {fixed * 1e3:.2f} ms + {per_frame * 1e6:.2f} us/frame; "
+              f"simulate ~ {np.polyfit(T, s, 1)[0] * 1e6:.2f} us/frame")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ detectors vectorise over frames and bodies:
   ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (from a
   towards b), ``contact_impulse[K]`` (normal+tangent impulse magnitude
   applied during that step). Rows are sorted by (frame, a, b), so
-  ``np.searchsorted(contact_frame, f)`` finds a frame's rows.
+  ``np.searchsorted(contact_frame, f)`` finds a frame's rows and
+  ``contact_row(frame, a, b)`` a pair's row.
 - ``events``: raw simulator events, ``RawEvent(kind, frame, params)`` with kinds
   ``CollisionStart``, ``CollisionEnd`` and ``TaskComplete``.
 - ``meta``: simulator, template, variant, seed, action, dt, stride, world size,

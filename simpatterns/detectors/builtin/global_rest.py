@@ -18,7 +18,9 @@ def detect(trace, events):
     still = np.ones(trace.num_frames, dtype=bool)
     for i in np.flatnonzero(trace.dynamic_mask):  # a few bodies: one column at a time
         v, w = trace.velocity[:, i], trace.angular_velocity[:, i]
-        speed2 = v[:, 0] ** 2 + v[:, 1] ** 2 + (v[:, 2] ** 2 if trace.dim == 3 else 0)
+        speed2 = v[:, 0] ** 2 + v[:, 1] ** 2
+        if trace.dim == 3:
+            speed2 = speed2 + v[:, 2] ** 2
         spin2 = w * w if w.ndim == 1 else (w * w).sum(axis=1)  # 3-D traces: spin vectors
         still &= (speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2)
     padded = np.concatenate(([False], still, [False]))

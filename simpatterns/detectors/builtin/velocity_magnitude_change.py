@@ -16,32 +16,28 @@ MERGE_GAP = 2  # frames: one impact can spread its impulse over a few steps
 SMALL, LARGE = 1 / 3, 2 / 3  # relative change bounds of the bins
 
 
-def runs(mask, gap=0):
-    """(start, stop) of the True runs of a 1-D mask, stop exclusive; runs at most `gap` frames apart merge."""
-    padded = np.concatenate(([False], mask, [False]))
-    edge = np.flatnonzero(padded[1:] != padded[:-1])  # alternately a start and a stop
-    start, stop = edge[::2], edge[1::2]
-    if gap and start.size > 1:
-        keep = np.concatenate(([True], start[1:] - stop[:-1] > gap))
-        start, stop = start[keep], stop[np.concatenate((keep[1:], [True]))]
-    return start, stop
-
-
 def detect(trace, events):
-    speed = trace.speed()  # [T, N]
+    dyn = np.flatnonzero(trace.dynamic_mask)
+    T = trace.num_frames
+    speed = np.take(trace.speed(), dyn, axis=1).T.copy()  # [M, T]: one row per dynamic body
+    jump = np.zeros((dyn.size, T + 1), dtype=bool)  # jump[k, 1 + t]: speed jumps from frame t to t + 1
+    jump[:, 1:T] = np.abs(speed[:, 1:] - speed[:, :-1]) > RATE  # the first and last columns stay False
+    edge = np.flatnonzero(jump.ravel()[1:] != jump.ravel()[:-1])  # alternately the start and the stop of a run
+    row = edge[::2] // (T + 1)
+    start, stop = edge[::2] - row * (T + 1), edge[1::2] - row * (T + 1)
+    # runs of one body at most MERGE_GAP frames apart are one change (an impulse spread over a few steps)
+    keep = np.ones(row.size, dtype=bool)
+    keep[1:] = (row[1:] != row[:-1]) | (start[1:] - stop[:-1] > MERGE_GAP)
+    last = np.ones(row.size, dtype=bool)
+    last[:-1] = keep[1:]
+    row, start, stop = row[keep], start[keep], stop[last]
     out = []
-    for i in np.flatnonzero(trace.dynamic_mask):
-        s_i = speed[:, i]
-        jump = np.abs(s_i[1:] - s_i[:-1]) > RATE  # jump[t]: from frame t to t + 1
-        if not jump.any():
+    for k, s, before, after in zip(row.tolist(), start.tolist(), speed[row, start].tolist(), speed[row, stop].tolist()):
+        change = abs(after - before)
+        if change < MIN_CHANGE:
             continue
-        start, stop = runs(jump, MERGE_GAP)
-        for s, before, after in zip(start.tolist(), s_i[start].tolist(), s_i[stop].tolist()):
-            change = abs(after - before)
-            if change < MIN_CHANGE:
-                continue
-            rel = change / max(before, after)
-            magnitude = "small" if rel < SMALL else "medium" if rel < LARGE else "large"
-            out.append((s + 1, {"object": trace.names[i], "magnitude": magnitude,
-                                "speed_before": round(before, 1), "speed_after": round(after, 1)}))
+        rel = change / max(before, after)
+        magnitude = "small" if rel < SMALL else "medium" if rel < LARGE else "large"
+        out.append((s + 1, {"object": trace.names[dyn[k]], "magnitude": magnitude,
+                            "speed_before": round(before, 1), "speed_after": round(after, 1)}))
     return out

@@ -34,16 +34,19 @@ def detect(trace, events):
         return []
     T, N = trace.num_frames, trace.num_bodies
     f, a, b, n = trace.contact_frame, trace.contact_a, trace.contact_b, trace.contact_normal
-    at = f.astype(np.int64) * N
-    count = (np.bincount(at + a, minlength=T * N) + np.bincount(at + b, minlength=T * N)).reshape(T, N)
+    # contacts per frame of each dynamic non-wall body (row slot[x]; the rest share a spare last row)
+    wedgeable = np.flatnonzero(trace.dynamic_mask & np.array([body.role != "wall" for body in trace.bodies]))
+    M = wedgeable.size
+    slot = np.full(N, M)
+    slot[wedgeable] = np.arange(M)
+    count = (np.bincount(slot[a] * T + f, minlength=(M + 1) * T)
+             + np.bincount(slot[b] * T + f, minlength=(M + 1) * T)).reshape(M + 1, T)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     out = []
     # a wedged body touches two or more bodies for long enough; most bodies never do
-    for x in np.flatnonzero(trace.dynamic_mask & ((count >= 2).sum(axis=0) >= min_frames)):
-        if trace.bodies[x].role == "wall":
-            continue
+    for x in wedgeable[(count[:M] >= 2).sum(axis=1) >= min_frames]:
         v = trace.velocity[:, x]
-        maybe = (count[:, x] >= 2) & (v[:, 0] ** 2 + v[:, 1] ** 2 < STILL_SPEED ** 2)
+        maybe = (count[slot[x]] >= 2) & (v[:, 0] ** 2 + v[:, 1] ** 2 < STILL_SPEED ** 2)
         if maybe.sum() < min_frames:
             continue
         as_a, as_b = np.flatnonzero(a == x), np.flatnonzero(b == x)  # its contacts; normals point from a into b
