@@ -11,8 +11,10 @@ below the bottom of stair ``bar_y`` + 1. A gray ball (0.1) hangs right of
 the wall (at 0.9 of the height if the hole's top is below 0.7, else at 0.3),
 and the purple floor starts 4 px right of the wall.
 
-Skipped as in PHYRE: holes whose top is not within (0.2, 0.9) of the height
-(400 combinations, 200 used). PHYRE also adds three stairs wholly above the
+Skipped as in PHYRE: holes whose top is not within (0.2, 0.9) of the height.
+PHYRE's grid (``distance_to_wall`` at 0.01 and 0.05: 400 combinations, 200
+used) yields only 89 solvable-but-not-trivial variants, so ``distance_to_wall``
+takes 5 values from 0.01 to 0.05 here (PHYRE's two included). PHYRE also adds three stairs wholly above the
 scene's top (they can touch nothing); they are left out here. Bars are cut
 where they run into a wall; inside the scene the layout is PHYRE's.
 """
@@ -62,7 +64,7 @@ TEMPLATE = Template(
         bar_y=np.arange(10),
         vbar_x_scale=np.linspace(0.5, 0.6, 4),
         angle=np.linspace(10, 45, 5),
-        distance_to_wall=np.linspace(0.01, 0.05, 2),
+        distance_to_wall=np.linspace(0.01, 0.05, 5),  # PHYRE: 2 values
     ),
     build=build,
 )

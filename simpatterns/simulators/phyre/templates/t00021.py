@@ -14,6 +14,9 @@ spans the scene 0.1 of the height above the ball.
 
 Skipped as in PHYRE: ledges shorter than 0.2 of the width, and layouts
 whose ceiling leaves the scene or whose ledge or jar sinks below the ground.
+PHYRE's grid keeps only 126 layouts, too few for 100 solvable-but-not-trivial
+variants, so ``w1`` and ``angle`` take 5 values each here instead of 3
+(PHYRE's values included).
 """
 
 import math
@@ -56,9 +59,9 @@ TEMPLATE = Template(
     goal="make the green ball touch the purple jar",
     grid=dict(
         h0=np.linspace(0.2, 0.5, 15),
-        w1=np.linspace(0.1, 0.2, 3),
+        w1=np.linspace(0.1, 0.2, 5),  # PHYRE: 3 values
         w2=np.linspace(0.15, 0.3, 3),
-        angle=np.linspace(10, 20, 3),
+        angle=np.linspace(10, 20, 5),  # PHYRE: 3 values
     ),
     build=build,
 )
