@@ -158,7 +158,7 @@ def demo(
                                                   if len(lines) > 28 else []))))
 
     # 4. reward program -----------------------------------------------------------------
-    step("4. evaluate a reward program on every rollout")
+    step("4. evaluate a reward program on the template 00000 rollouts")
     _write(out / "goal.rwd", DEMO_PROGRAM)
     program = RewardProgram.from_text(DEMO_PROGRAM, library)
     console.print(f"goal: {DEMO_GOAL}\n" + escape(DEMO_PROGRAM.split("\n", 1)[1]))
@@ -168,6 +168,8 @@ def demo(
         table.add_column(col)
     evals = []
     for p, r, ann in zip(paths, rows, annotations):
+        if r["template"] != "00000":  # the program names 00000's bodies (green and blue balls)
+            continue
         res = program.evaluate(ann, Trace.load(p))
         evals.append({"rollout": r["file"], "solved": r["success"], "success": res.success, "score": res.score,
                       "clauses": [c.score for c in res.clauses]})
