@@ -3,7 +3,7 @@
 1. simulate a small dataset of PHYRE rollouts (verified solutions and random actions);
 2. annotate it with the built-in pattern library;
 3. show the annotation text of one rollout (what an LLM reads);
-4. evaluate a reward program on every rollout (success and dense score);
+4. evaluate a reward program on the template 00000 rollouts (success and dense score);
 5. simulated annealing on the goal "get the green ball in the second bucket"
    (paper §5.2), and a small dense-vs-sparse comparison;
 6. write a report folder: README.md (the summary), the best rollout as a

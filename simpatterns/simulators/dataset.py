@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from simpatterns.simulators.phyre import check_action, get_template, load_scene, simulate
+from simpatterns.simulators.phyre.variants import random_valid_action
 from simpatterns.trace import Trace, TraceFormatError
 
 INDEX_NAME = "index.jsonl"
@@ -78,11 +79,10 @@ def choose_action(job: RolloutJob) -> list[float] | None:
     if job.kind == "solution":
         return get_template(job.template).solution(job.variant)
     if job.kind == "random":
-        for _ in range(1000):
-            a = rng.random(3)
-            if check_action(scene, a) is None:
-                return a.tolist()
-        return None
+        try:
+            return random_valid_action(scene, lambda: rng.random(3)).tolist()
+        except RuntimeError:  # no valid action in 1000 draws
+            return None
     solution = np.asarray(get_template(job.template).solution(job.variant))
     for _ in range(NEAR_MISS_TRIES):
         a = np.clip(solution + rng.normal(0, NEAR_MISS_SIGMA, 3), 0, 1)

@@ -424,7 +424,6 @@ def _run(
     if initial:
         init = np.array([(0, a, b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
         rows = np.concatenate([init, rows])
-    T = steps + 1
     position = np.empty((T, n, 2))
     angle = np.empty((T, n))
     velocity = np.zeros((T, n, 2))

@@ -72,7 +72,8 @@ class CandidateResult:
         }
 
 
-def random_valid_action(scene: Scene, rng: np.random.Generator, sampler: Callable[[], np.ndarray]) -> np.ndarray:
+def random_valid_action(scene: Scene, sampler: Callable[[], np.ndarray]) -> np.ndarray:
+    """Redraw from ``sampler`` until PHYRE would accept the action (as its random agent does)."""
     for _ in range(1000):
         a = sampler()
         if check_action(scene, a) is None:
@@ -110,7 +111,7 @@ def evaluate_candidate(
     limit = math.ceil(MAX_SOLVE_RATE * ESTIMATE_ACTIONS)
     tried = 0
     for tried in range(1, ESTIMATE_ACTIONS + 1):
-        a = random_valid_action(scene, rng, uniform)
+        a = random_valid_action(scene, uniform)
         if simulate(scene, a, stop_when_settled=True).success:
             solved_actions.append(a)
             if len(solved_actions) >= limit:
@@ -127,7 +128,7 @@ def evaluate_candidate(
         reuse = [np.asarray(a) for a in (known_solutions or [])[-REUSE_TRIES:][::-1]]
         reuse = [a for a in reuse if check_action(scene, a) is None]
         for k in range(1, SEARCH_ACTIONS + 1):
-            a = reuse[k - 1] if k <= len(reuse) else random_valid_action(scene, rng, uniform if k % 2 else near)
+            a = reuse[k - 1] if k <= len(reuse) else random_valid_action(scene, uniform if k % 2 else near)
             result.search_actions = k
             if simulate(scene, a, stop_when_settled=True).success:
                 solved_actions.append(a)
