@@ -1,3 +1,33 @@
+import importlib
 import os
 
+import pytest
+
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+# Rich wraps at the terminal's width (80 columns when stdout is not a tty), so a
+# long temporary path could be folded mid-name. Tests read CLI output rendered
+# at one fixed, wide width, and messages are never hard-wrapped (soft wrap), so
+# no path length can fold a name.
+CLI_WIDTH = 200
+
+
+@pytest.fixture(autouse=True)
+def _fixed_width_cli_output():
+    from simpatterns import cli
+
+    consoles = []
+    for name in cli.COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        console = getattr(module, "console", None)
+        if console is not None:
+            consoles.append((console, console._width, console.soft_wrap))
+            console.width = CLI_WIDTH
+            console.soft_wrap = True
+    yield
+    for console, width, soft_wrap in consoles:
+        console._width = width
+        console.soft_wrap = soft_wrap
