@@ -1,0 +1,89 @@
+"""One way to write a file: atomically, into a folder that is created if missing.
+
+Every file simpatterns writes (traces, annotations, libraries' manifests,
+reports, indexes, logs' snapshots) goes through `atomic_open` or one of its
+wrappers: the data goes to a hidden temporary sibling first and is renamed
+over the target only when complete, so a reader never sees half a file and
+an interrupted write leaves the old file (or nothing) behind, never a
+temporary one. Errors name the user's path, not the temporary file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+
+class WriteError(OSError):
+    """A file could not be written; the message names the target path and why."""
+
+
+def _check_target(path: Path) -> None:
+    if path.is_dir():
+        raise WriteError(f"{path}: is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot create its folder {path.parent} ({exc.strerror or exc})") from None
+    if not path.parent.is_dir():
+        raise WriteError(f"{path}: {path.parent} is not a folder")
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | None = "utf-8",
+                fsync: bool = False) -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; on a clean exit it replaces
+    ``path``, on any exception (Ctrl-C included) it is removed and ``path`` is untouched.
+
+    ``mode`` is ``"w"`` (text) or ``"wb"`` (binary). ``fsync=True`` flushes to disk
+    before the rename (for logs that must survive a power cut)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    target = Path(path)
+    _check_target(target)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fh = open(tmp, mode, encoding=None if mode == "wb" else encoding)
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with fh:
+            yield fh
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(f"{target}: cannot write ({exc.strerror or exc})") from None
+        raise
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes, *, fsync: bool = False) -> Path:
+    """Write ``data`` (text or bytes) to ``path`` atomically; returns the path."""
+    with atomic_open(path, "wb" if isinstance(data, bytes) else "w", fsync=fsync) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1,
+                      default: Any = None, fsync: bool = False) -> Path:
+    """``json.dumps(obj)`` written atomically, with a final newline."""
+    return atomic_write(path, json.dumps(obj, indent=indent, default=default) + "\n", fsync=fsync)
+
+
+def atomic_write_lines(path: str | os.PathLike, lines: Any, *, fsync: bool = False) -> Path:
+    """Text lines (each without its newline) written atomically, one per line."""
+    with atomic_open(path, "w", fsync=fsync) as fh:
+        for line in lines:
+            fh.write(line)
+            fh.write("\n")
+    return Path(path)

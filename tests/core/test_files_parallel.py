@@ -1,0 +1,128 @@
+"""The atomic-write and parallel-map seams."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from simpatterns.files import WriteError, atomic_open, atomic_write, atomic_write_json
+from simpatterns.parallel import InlineExecutor, ProcessExecutor, WorkerSetup, make_executor, parallel_map
+
+
+def test_atomic_write_creates_folders_and_replaces(tmp_path):
+    target = tmp_path / "a" / "b" / "out.txt"
+    atomic_write(target, "one")
+    atomic_write(target, b"two")
+    assert target.read_text() == "two"
+    atomic_write_json(tmp_path / "x.json", {"k": [1, 2]})
+    assert (tmp_path / "x.json").read_text().startswith("{")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out.txt"]
+
+
+def test_atomic_write_failure_keeps_old_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_open(target) as fh:
+            fh.write("half")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_write_errors_name_the_users_path(tmp_path):
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(WriteError, match=r"dir: is a directory"):
+        atomic_write(tmp_path / "dir", "x")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(WriteError) as info:
+        atomic_write(tmp_path / "file" / "below.txt", "x")
+    assert str(tmp_path / "file" / "below.txt") in str(info.value) and ".tmp" not in str(info.value)
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _offset(state: dict, x: int) -> tuple[int, int]:
+    state["calls"] += 1
+    return x + state["offset"], os.getpid()
+
+
+def _build(offset: int) -> dict:
+    return {"offset": offset, "calls": 0}
+
+
+def _fail_on_seven(x: int) -> int:
+    if x == 7:
+        raise ValueError("seven")
+    return x
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_results_do_not_depend_on_workers(workers):
+    with make_executor(workers) as ex:
+        assert ex.map(_square, range(50)) == [x * x for x in range(50)]
+        pairs = sorted(ex.imap(_square, range(10), chunksize=3))
+        assert pairs == [(i, i * i) for i in range(10)]
+
+
+def test_setup_is_built_once_per_worker_and_passed_first():
+    setup = WorkerSetup(_build, (100,))
+    inline = InlineExecutor(setup).map(_offset, range(5))
+    assert [r for r, _ in inline] == [100, 101, 102, 103, 104]
+    with ProcessExecutor(2, setup) as ex:
+        out = ex.map(_offset, range(40), chunksize=2)
+    assert [r for r, _ in out] == [100 + i for i in range(40)]
+    assert len({pid for _, pid in out}) <= 2
+
+
+def test_a_failing_item_raises_in_the_caller():
+    with pytest.raises(ValueError, match="seven"):
+        list(parallel_map(_fail_on_seven, list(range(20)), workers=2, chunksize=1))
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    from simpatterns.parallel import parallel_map
+
+    def slow(x):
+        time.sleep(0.05 if x < 4 else 30)
+        return x
+
+    # no __main__ guard on purpose: a plain script must work
+    got = []
+    try:
+        for i, r in parallel_map(slow, list(range(12)), workers=2, chunksize=1):
+            got.append(r)
+            print("done", r, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted with", sorted(got), flush=True)
+        sys.exit(130)
+""")
+
+
+def test_ctrl_c_stops_promptly_and_keeps_finished_results(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    lines = []
+    assert proc.stdout is not None
+    while len(lines) < 4:
+        lines.append(proc.stdout.readline().strip())
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)  # the terminal signals the whole foreground group
+    out, err = proc.communicate(timeout=10)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert elapsed < 2.0
+    assert "interrupted with [0, 1, 2, 3]" in out
+    assert "Traceback" not in err
