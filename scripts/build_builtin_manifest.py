@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from simpatterns.detectors.builtin import BUILTIN_DIR, MANIFEST_PATH
 from simpatterns.detectors.contract import load_detector, normalize_label, source_hash
+from simpatterns.files import atomic_write
 
 GUIDED = "guided"
 SELF = "self-discovered"
@@ -107,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{MANIFEST_PATH} is up to date")
         return 0
-    tmp = MANIFEST_PATH.with_name(f".{MANIFEST_PATH.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, MANIFEST_PATH)
+    atomic_write(MANIFEST_PATH, text)
     print(f"wrote {MANIFEST_PATH} ({len(ORDER)} patterns)")
     return 0
 

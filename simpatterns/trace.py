@@ -38,6 +38,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from simpatterns.files import atomic_open
+
 FORMAT_NAME = "simpatterns-trace"
 FORMAT_VERSION = 1
 
@@ -309,15 +311,13 @@ class Trace:
         }
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write one compressed ``.npz`` atomically (temp file + rename)."""
+        """Write one compressed ``.npz`` atomically, creating missing folders."""
         path = Path(path)
         arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
         header = json.dumps(self.header(), default=_json_default).encode()
         arrays["header"] = np.frombuffer(header, dtype=np.uint8)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with atomic_open(path, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
         return path
 
     @staticmethod

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -64,20 +63,35 @@ def annotate_cmd(
             n_bad += 1
             console.print(f"[red]unreadable[/red] {escape(ann.errors[TRACE_ERROR_KEY])}")
             continue
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        ann.save(dest_dir / f"{stem}.annotation.jsonl")
+        try:
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            ann.save(dest_dir / f"{stem}.annotation.jsonl")
+        except OSError as exc:
+            _write_failed(dest_dir, exc)
         fired = sum(1 for p in ann.patterns if ann.by_pattern(p))
         table.add_row(escape(str(file)), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
                       f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
         for msg in ann.errors.values():
             console.print(f"[yellow]detector error[/yellow] {escape(msg)}")
         if text or plot or gif:
-            _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+            try:
+                _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+            except OSError as exc:
+                _write_failed(dest_dir, exc)
     console.print(table)
     where = out if out else "beside the traces"
     console.print(f"annotations -> {where}")
     if n_bad or any(a.errors for a in anns):
         raise typer.Exit(1)
+
+
+def _write_failed(dest_dir: Path, exc: OSError) -> None:
+    """Exit 2 with one line; a `WriteError` already names the file, others get the folder."""
+    from simpatterns.files import WriteError
+
+    message = str(exc) if isinstance(exc, WriteError) else f"{dest_dir}: cannot write ({exc.strerror or exc})"
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
 
 
 def _open_library(spec: str, trust_evolved: bool):
@@ -98,15 +112,13 @@ def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, 
             budget: int, single: bool) -> None:
     from simpatterns.annotate.plots import captioned_gif, timeline_plot
     from simpatterns.annotate.text import annotation_text
+    from simpatterns.files import atomic_write
     from simpatterns.trace import Trace
 
     trace = Trace.load(file)
     if text:
         body = annotation_text(trace, ann, budget_chars=budget)
-        target = dest_dir / f"{stem}.txt"
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_text(body + "\n")
-        os.replace(tmp, target)
+        atomic_write(dest_dir / f"{stem}.txt", body + "\n")
         if single:
             typer.echo(body)  # plain: rich would re-wrap the lines
     if plot:

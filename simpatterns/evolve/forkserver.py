@@ -386,15 +386,6 @@ def _status_reason(status: int, smoke_done: bool) -> dict[str, str]:
     return {"reason": "exited", "detail": f"process exited with status {code} without a result"}
 
 
-def _tail(fd: int, limit: int = 400) -> str:
-    try:
-        size = os.fstat(fd).st_size
-        text = os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return " | ".join(ln.strip() for ln in text.splitlines() if ln.strip())[-limit:]
-
-
 # ------------------------------------------------------------------ child
 def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: int, vm_kb: int) -> None:
     import resource

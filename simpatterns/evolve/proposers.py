@@ -15,7 +15,7 @@ Both kinds answer ``await propose(prompt, spec, versions, seed)`` with a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -33,14 +33,6 @@ class Proposal:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = ""
-
-
-class Proposer(Protocol):
-    name: str
-    needs_prompt_text: bool
-
-    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
-        ...
 
 
 class OfflineProposer:

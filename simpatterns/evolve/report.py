@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simpatterns.evolve.runlog import RunLog
+from simpatterns.files import atomic_open, atomic_write
 
 
 @dataclass
@@ -82,7 +83,6 @@ def build_report(run_dir: str | Path, write: bool = True) -> Report:
     report = Report(Path(run_dir), list(labels.values()))
     if write:
         out = Path(run_dir) / "report"
-        out.mkdir(parents=True, exist_ok=True)
         for lab in report.labels:
             lab.plot = _plot(lab, out)
         report.markdown = _markdown(report, out)
@@ -114,7 +114,8 @@ def _plot(lab: LabelReport, out: Path) -> Path | None:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = out / f"fitness_{_slug(lab.label)}.png"
-    fig.savefig(path)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
     plt.close(fig)
     return path
 
@@ -144,6 +145,4 @@ def _markdown(report: Report, out: Path) -> Path:
                       f"model {lab.best.get('model') or '-'}", "", "```python", lab.best["source"].rstrip(), "```"]
         if lab.plot:
             lines += ["", f"![{lab.label}]({lab.plot.name})"]
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return atomic_write(out / "report.md", "\n".join(lines) + "\n")

@@ -21,20 +21,13 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from simpatterns.files import atomic_write_json
+
 COMMIT_TYPES = frozenset({"label_start", "round_end", "label_done", "proposed_labels", "job_done"})
 
 
 class RunLogError(ValueError):
     """The run directory is inconsistent; the message names the file and line."""
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class RunLog:
@@ -68,11 +61,10 @@ class RunLog:
             return 0
 
     def write_snapshot(self, state: dict[str, Any]) -> None:
-        atomic_write_json(self.snapshot_path, state)
+        atomic_write_json(self.snapshot_path, state, indent=None, fsync=True)  # survives a power cut
 
     def write_job(self, job: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.job_path, job)
+        atomic_write_json(self.job_path, job, indent=None, fsync=True)
 
     # -------------------------------------------------------------- reading
     def read_job(self) -> dict[str, Any] | None:

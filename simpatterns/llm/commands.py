@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from simpatterns.files import atomic_write
 from simpatterns.llm.client import RetryPolicy
 from simpatterns.llm.errors import LLMError
 from simpatterns.llm.factory import make_client
@@ -222,7 +223,7 @@ def add_compile_command(group: typer.Typer) -> None:
             result = exc.result
         finally:
             if report is not None and result is not None:
-                _write_json(report, result.to_json())
+                atomic_write(report, json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
         s = result.stats()
         summary = (f"{s['attempts']} attempt(s), {s['candidates']} candidate(s), parse rate {s['parse_rate']:.0%}, "
                    f"check rate {s['check_rate']:.0%}, grammar-constrained: {'yes' if s['constrained'] else 'no'}, "
@@ -235,15 +236,6 @@ def add_compile_command(group: typer.Typer) -> None:
             save_goal_program(result, out)
         typer.echo(result.text, nl=False)
         typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
-
-
-def _write_json(path: Path, data) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def register(app: typer.Typer) -> None:

@@ -83,3 +83,15 @@ def test_cli_annotate(tmp_path, drop_traces, small_library):
     assert "broken.npz" in " ".join(res.output.split()) and (tmp_path / "o2" / "a.annotation.jsonl").is_file()
     res = runner.invoke(app, ["annotate", str(tmp_path / "nothing")])
     assert res.exit_code == 2
+
+
+def test_cli_annotate_names_an_output_path_it_cannot_write(tmp_path, drop_traces, small_library):
+    from simpatterns.cli import app
+
+    drop_traces[0].save(tmp_path / "new" / "a.npz")  # Trace.save creates missing folders
+    small_library.save(tmp_path / "lib")
+    (tmp_path / "taken").write_text("")
+    res = CliRunner().invoke(app, ["annotate", str(tmp_path / "new"), "--library", str(tmp_path / "lib"),
+                                   "--out", str(tmp_path / "taken" / "out")])
+    assert res.exit_code == 2, res.output
+    assert "error:" in res.output and "taken" in res.output
