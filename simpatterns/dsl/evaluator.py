@@ -36,7 +36,7 @@ from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
 

@@ -15,7 +15,7 @@ from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.syntax import Program
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
 PROGRAM_SUFFIX = ".rwd"

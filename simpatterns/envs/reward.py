@@ -21,7 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import Trace
 

@@ -46,6 +46,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from simpatterns.annotate import distances as dist
+from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Detector, normalize_label, source_hash
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve import reasons as R
@@ -59,8 +60,6 @@ from simpatterns.evolve.reasons import Reason, Rejected
 from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
 from simpatterns.evolve.sandbox import Sandbox, SandboxError
 from simpatterns.trace import Trace
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 # stream ids for the per-sample generators
 _PROMPT, _PROPOSE, _RESET, _SELF = 1, 2, 3, 4
@@ -417,7 +416,7 @@ class DiscoveryJob:
         if errors:
             label, text = next(iter(errors.items()))
             raise JobError(f"the base library fails on the traces: {text}")
-        events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in anns] for k in lib.order()}
+        events = {k: [a.events_of(k) for a in anns] for k in lib.order()}
         measured = {k: float(np.mean([a.timings.get(k, 0.0) for a in anns])) for k in lib.order()}
         if base_times is None:  # a fresh job: record them, so a resumed job scores against the same times
             base_times = measured

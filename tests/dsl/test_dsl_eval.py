@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dsl_builders import annotation, collide, make_trace, separate
-from simpatterns.annotate.annotation import PatternEvent
+from simpatterns.annotation import PatternEvent
 from simpatterns.dsl import DSLError, DSLEvaluationError, RewardProgram, compile_program
 
 inv = lambda x: 1 / (1 + math.log(1 + x))  # noqa: E731  the documented inverse-log shaping
