@@ -1,7 +1,8 @@
 """Regenerate simpatterns/detectors/builtin/library.json from the detector files.
 
 Run after every edit of a built-in detector so the manifest's source hashes,
-descriptions, dependencies and params match the files:
+descriptions, dependencies, params and declarations (body params,
+directedness, duration) match the files:
 
     python scripts/build_builtin_manifest.py          # write library.json
     python scripts/build_builtin_manifest.py --check  # exit 1 if it is out of date
@@ -15,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from simpatterns.detectors.builtin import BUILTIN_DIR, MANIFEST_PATH
 from simpatterns.detectors.contract import load_detector, normalize_label, source_hash
+from simpatterns.files import atomic_write
 
 GUIDED = "guided"
 SELF = "self-discovered"
@@ -77,6 +78,9 @@ def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
             "description": det.description,
             "depends": det.depends,
             "params": det.params,
+            "body_params": det.body_params,
+            "directed": det.directed,
+            "duration": det.duration,
             "provenance": provenance,
             "fitness": None,
             "source_hash": source_hash(source),
@@ -107,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{MANIFEST_PATH} is up to date")
         return 0
-    tmp = MANIFEST_PATH.with_name(f".{MANIFEST_PATH.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, MANIFEST_PATH)
+    atomic_write(MANIFEST_PATH, text)
     print(f"wrote {MANIFEST_PATH} ({len(ORDER)} patterns)")
     return 0
 

@@ -62,7 +62,7 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
         raise DetectorError(
             f"detect raised {type(exc).__name__}: {exc}{_where_in(detector, exc)}", detector.pattern
         ) from exc
-    out = validate_events(raw, detector.pattern, trace.num_frames)
+    out = validate_events(raw, detector.pattern, trace.num_frames, interval=detector.duration == "interval")
     out.sort(key=lambda e: e[0])
     return out
 

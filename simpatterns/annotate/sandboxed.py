@@ -357,7 +357,8 @@ def _run_untrusted(sandbox: Any, states: list[_State], library: PatternLibrary, 
     if not run:
         return
     res = sandbox.evaluate(det.source, det.pattern, det.params, det.depends,
-                           limits=policy.limits(len(run)), traces=run)
+                           limits=policy.limits(len(run)), traces=run, body_params=det.body_params,
+                           duration=det.duration)
     if res.ok:
         for j, k in enumerate(run):
             states[k].events[label] = res.events[j]
@@ -368,7 +369,8 @@ def _run_untrusted(sandbox: Any, states: list[_State], library: PatternLibrary, 
         return
     for n, k in enumerate(run):
         one = sandbox.evaluate(det.source, det.pattern, det.params, det.depends,
-                               limits=policy.limits(1), traces=[k])
+                               limits=policy.limits(1), traces=[k], body_params=det.body_params,
+                               duration=det.duration)
         if one.ok:
             states[k].events[label] = one.events[0]
             states[k].timings[label] = float(one.times[0])

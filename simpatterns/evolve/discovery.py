@@ -222,10 +222,9 @@ class LibraryState:
 
 
 def evolved_detector(source: str, info: Any) -> Detector:
-    """An untrusted `Detector` record for an accepted candidate: its code is never
-    executed in-process (annotation runs it in the sandbox)."""
-    return Detector(pattern=info.pattern, description=info.description, depends=list(info.depends),
-                    params=list(info.params), source=source, detect=None, filename="<evolved>", trusted=False)
+    """An untrusted `Detector` record for an accepted candidate, with everything its source
+    declares: its code is never executed in-process (annotation runs it in the sandbox)."""
+    return Detector.from_declarations(info.declarations, source, None, filename="<evolved>", trusted=False)
 
 
 # ------------------------------------------------------------------- job
@@ -439,7 +438,9 @@ class DiscoveryJob:
         assert self.lib is not None and self.sandbox is not None
         source = rec["program"]["source"]
         info = check_candidate(source, rec["label"])
-        result = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        result = self.sandbox.evaluate(source, info.pattern, info.params, info.depends,
+                                       body_params=info.declarations.body_params,
+                                       duration=info.declarations.duration)
         if not result.ok or result.events is None:
             raise JobError(f"accepted detector {rec['label']!r} failed when run again in the sandbox: "
                            f"{result.reason.short() if result.reason else '?'}")
@@ -659,7 +660,9 @@ class DiscoveryJob:
             info = check_candidate(source, spec.label, allowed, max_lines=2000, safety=self.config.gate)
         except Rejected as exc:
             return Outcome(reason=exc.reason, lines=count_lines(source), wall_s=time.perf_counter() - t0)
-        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends,
+                                    body_params=info.declarations.body_params,
+                                    duration=info.declarations.duration)
         if not res.ok:
             return Outcome(reason=res.reason, lines=info.num_lines, wall_s=time.perf_counter() - t0)
         assert res.events is not None
