@@ -36,13 +36,15 @@ import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
-import scipy.sparse as sp
 
 from simpatterns.files import atomic_write
 from simpatterns.trace import _json_default as _jsonable
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 ANNOTATION_FORMAT = "simpatterns-annotation"
 ANNOTATION_VERSION = 1
@@ -197,8 +199,10 @@ class Annotation:
         evs = self.events_of(pattern)
         return np.unique(np.fromiter((f for f, _ in evs), dtype=np.int64, count=len(evs)))
 
-    def matrix(self) -> sp.csr_matrix:
+    def matrix(self) -> "sp.csr_matrix":
         """Sparse boolean ``[T, L]``: pattern l active at frame t."""
+        import scipy.sparse as sp  # only here: the sandbox's fork server imports this module
+
         rows: list[np.ndarray] = []
         cols: list[np.ndarray] = []
         for c, p in enumerate(self.patterns):

@@ -59,6 +59,7 @@ import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
 
+from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import DetectorError, default_body_params, interval_problem, validate_events
 
 NOBODY = 65534
@@ -144,7 +145,7 @@ class Server:
         os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
         self.name_sets: list[frozenset[str]] = []
-        self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
+        self.deps: dict[str, list[EventList]] = {}
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
         self.is_root = os.geteuid() == 0
@@ -505,7 +506,7 @@ def _exc_reason(exc: BaseException) -> dict[str, Any]:
 def check_events(
     raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: frozenset[str] | set[str],
     max_events: int, idx: int, body_params: frozenset[str] | None = None, interval: bool = False,
-) -> list[tuple[int, dict]] | dict[str, str]:
+) -> EventList | dict[str, str]:
     """Schema-check one trace's events: the contract's `validate_events` (with ``interval``:
     an integer ``frames`` >= 1 on each) plus the declared PARAMS keys and body names in
     the ``body_params`` keys (the detector's BODY_PARAMS; default: the contract's).
@@ -586,7 +587,7 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     return {"times": times}, ("{" + body + "}").encode()
 
 
-def encode_events(events: list[tuple[int, dict]]) -> str:
+def encode_events(events: EventList) -> str:
     """Canonical JSON of one trace's events: sorted by frame (stable, so events of one
     frame keep the detector's order), params with sorted keys. One ``json.dumps`` per
     trace: a per-event canonical sort would cost more than the detector."""

@@ -39,6 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import default_body_params, default_duration, interval_problem
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.forkserver import HEADER, not_a_body
@@ -92,7 +93,7 @@ class SandboxResult:
     """
 
     reason: Reason | None
-    events: list[list[tuple[int, dict[str, Any]]]] | None = None
+    events: list[EventList] | None = None
     times: np.ndarray | None = None
     wall_s: float = 0.0
     pid: int | None = None
@@ -270,7 +271,7 @@ class Sandbox:
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
         self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
-        self._deps: dict[str, list[list[tuple[int, dict[str, Any]]]]] = {}
+        self._deps: dict[str, list[EventList]] = {}
         self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
@@ -338,7 +339,7 @@ class Sandbox:
                 for w in held:
                     self._free.put(w)
 
-    def set_dependency_events(self, events: dict[str, list[list[tuple[int, dict[str, Any]]]]]) -> None:
+    def set_dependency_events(self, events: dict[str, list[EventList]]) -> None:
         """Events of library patterns per trace (job order): what ``detect`` gets as
         ``events[label]`` for the labels in its DEPENDS. Waits for idle workers."""
         for label, per_trace in events.items():
@@ -453,7 +454,7 @@ class Sandbox:
             indices = list(range(len(self.traces)))
         param_set = frozenset(params)
         body_set = frozenset(default_body_params(params) if body_params is None else body_params)
-        events: list[list[tuple[int, dict[str, Any]]]] = []
+        events: list[EventList] = []
         times = np.zeros(len(indices))
         for k, i in enumerate(indices):
             key = str(i)
@@ -496,7 +497,7 @@ def _no_constants(name: str) -> Any:
 def check_plain_events(
     items: Any, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int,
     body_params: frozenset[str] | None = None, interval: bool = False,
-) -> list[tuple[int, dict[str, Any]]] | Reason:
+) -> EventList | Reason:
     """The parent's check of one trace's events as parsed from the child's JSON (so every
     value is already plain: no NaN, no objects): shape, frame range, exactly the PARAMS
     keys, body names in the ``body_params`` keys (the detector's declared BODY_PARAMS;
