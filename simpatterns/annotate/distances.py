@@ -41,12 +41,14 @@ from __future__ import annotations
 import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from simpatterns.annotation import Annotation
+from simpatterns.annotation import Annotation, EventList
 from simpatterns.files import atomic_open
 from simpatterns.trace import Trace
 
@@ -55,6 +57,7 @@ EPSILON = 0.01
 BLUR_KERNEL = (0.25, 0.5, 0.25)
 _CACHE_VERSION = "trace-distance-v1"
 _DIVERGENCES = ("cross-entropy", "jeffreys")
+_FRAME = itemgetter(0)
 
 
 # ---------------------------------------------------------------- trace distance
@@ -262,27 +265,50 @@ def activation_histograms(
     ``horizon`` (frames) is one number for all rows or one per row. Vectorised: one pass
     over the frames, one ``np.unique`` and one ``bincount``.
     """
+    lens = np.fromiter(map(len, frames), dtype=np.int64, count=len(frames))
+    flat = np.fromiter(chain.from_iterable(frames), dtype=np.int64, count=int(lens.sum()))
+    return _binned(lens, flat, horizon, bins)
+
+
+def event_histograms(events: Sequence[EventList], horizon: int | Sequence[int] | np.ndarray,
+                     bins: int = DEFAULT_BINS) -> np.ndarray:
+    """`activation_histograms` of event lists ``[(frame, params), ...]`` (one per row), read
+    as they are stored (`Annotation.events_of`, a detector's output): no frame lists built."""
+    lens = np.fromiter(map(len, events), dtype=np.int64, count=len(events))
+    flat = np.fromiter(map(_FRAME, chain.from_iterable(events)), dtype=np.int64, count=int(lens.sum()))
+    return _binned(lens, flat, horizon, bins)
+
+
+def _binned(lens: np.ndarray, flat: np.ndarray, horizon: int | Sequence[int] | np.ndarray, bins: int) -> np.ndarray:
+    """Smoothed histograms of rows given as their lengths and their concatenated frames."""
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
-    n = len(frames)
-    lens = np.fromiter((len(f) for f in frames), dtype=np.int64, count=n)
+    n = lens.size
     counts = np.zeros((n, bins))
-    total = int(lens.sum())
-    if total:
-        flat = np.fromiter((x for f in frames for x in f), dtype=np.int64, count=total)
+    if flat.size:
         rows = np.repeat(np.arange(n, dtype=np.int64), lens)
         span = int(flat.max()) + 1
-        key = np.unique(rows * span + flat)  # drop repeated (row, frame)
+        key = rows * span + flat
+        if key.size > 1 and bool((key[1:] >= key[:-1]).all()):  # rows sorted by frame (events are): no sort
+            key = key[np.concatenate(([True], key[1:] != key[:-1]))]  # drop repeated (row, frame)
+        else:
+            key = np.unique(key)
         r, f = key // span, key % span
-        h = np.maximum(np.broadcast_to(np.asarray(horizon, dtype=np.int64), (n,))[r], 1)
+        if np.ndim(horizon) == 0:
+            h: int | np.ndarray = max(int(horizon), 1)  # type: ignore[arg-type]
+        else:
+            h = np.maximum(np.asarray(horizon, dtype=np.int64)[r], 1)
         b = np.clip(f * bins // h, 0, bins - 1)
         counts = np.bincount(r * bins + b, minlength=n * bins).reshape(n, bins).astype(np.float64)
     return smooth_histograms(counts)
 
 
-def _pattern_frames(annotations: Sequence[Annotation], patterns: Sequence[str]) -> list[list[int]]:
-    """Row ``k * L + l``: the frames of pattern ``l`` on annotation ``k``."""
-    return [[f for f, _ in a.events_of(p)] for a in annotations for p in patterns]
+def _pattern_events(annotations: Sequence[Annotation], patterns: Sequence[str]) -> list[EventList]:
+    """Row ``k * L + l``: the events of pattern ``l`` on annotation ``k``."""
+    return [a.pattern_events.get(p, _NONE) for a in annotations for p in patterns]
+
+
+_NONE: EventList = []
 
 
 def pattern_histograms(
@@ -293,7 +319,7 @@ def pattern_histograms(
     ``horizon`` (frames) spans the bins; default ``annotation.num_frames``.
     """
     h = annotation.num_frames if horizon is None else int(horizon)
-    return activation_histograms(_pattern_frames([annotation], patterns), h, bins)
+    return event_histograms(_pattern_events([annotation], patterns), h, bins)
 
 
 def histogram_stack(
@@ -302,7 +328,7 @@ def histogram_stack(
     """``[N, L, B]`` histograms on a shared horizon (default: the longest annotation)."""
     if horizon is None:
         horizon = max((a.num_frames for a in annotations), default=1)
-    hist = activation_histograms(_pattern_frames(annotations, patterns), int(horizon), bins)
+    hist = event_histograms(_pattern_events(annotations, patterns), int(horizon), bins)
     return hist.reshape(len(annotations), len(patterns), bins)
 
 

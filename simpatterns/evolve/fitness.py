@@ -132,10 +132,6 @@ def events_hash(events: Sequence[EventList]) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
 
 
-def _frames(events: Sequence[EventList]) -> list[list[int]]:
-    return [[f for f, _ in evs] for evs in events]
-
-
 class FitnessContext:
     """Everything the fitness needs that does not depend on the candidate."""
 
@@ -181,7 +177,7 @@ class FitnessContext:
         L = len(self.patterns)
         if L:
             self.hist_lib = np.stack(
-                [dist.activation_histograms(_frames(library_events[p]), self.horizon, cfg.bins)
+                [dist.event_histograms(library_events[p], self.horizon, cfg.bins)
                  for p in self.patterns], axis=1)  # [N, L, B]
             self.S_lib = L * dist.distance_from_histograms(self.hist_lib, cfg.divergence)
         else:
@@ -214,8 +210,8 @@ class FitnessContext:
 
     def histograms(self, events: Sequence[EventList]) -> np.ndarray:
         """``[N, B]`` smoothed histograms of a candidate's events on the shared horizon
-        (`simpatterns.annotate.distances.activation_histograms`, as for the library)."""
-        return dist.activation_histograms(_frames(events), self.horizon, self.config.bins)
+        (`simpatterns.annotate.distances.event_histograms`, as for the library)."""
+        return dist.event_histograms(events, self.horizon, self.config.bins)
 
     def degenerate(self, events: Sequence[EventList]) -> Reason | None:
         fired = [len(e) > 0 for e in events]

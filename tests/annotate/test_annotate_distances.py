@@ -7,6 +7,7 @@ from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.distances import (
     EPSILON,
     activation_histograms,
+    event_histograms,
     annotation_distance,
     annotation_distance_matrix,
     dataset_hash,
@@ -190,6 +191,11 @@ def test_activation_histograms_hand_computed():
                                [_smoothed(np.array([1.0, 0])), _smoothed(np.array([0.0, 1]))])
     with pytest.raises(ValueError, match="bins"):
         activation_histograms([[1]], 10, bins=0)
+    # any order of frames and rows gives the same rows
+    np.testing.assert_allclose(activation_histograms([[], [99, 0, 25, 0, 24]], 100, bins=4)[1], h[0])
+    # event lists as stored give what their frames give
+    events = [[(0, {}), (0, {"k": 1}), (24, {}), (25, {}), (99, {})], [(2, {}), (7, {}), (9, {})], []]
+    np.testing.assert_allclose(event_histograms(events, np.array([100, 8, 8]), bins=4), h)
 
 
 def test_cross_entropy_matches_the_formula_and_is_symmetric():
