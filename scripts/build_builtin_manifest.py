@@ -1,7 +1,8 @@
 """Regenerate simpatterns/detectors/builtin/library.json from the detector files.
 
 Run after every edit of a built-in detector so the manifest's source hashes,
-descriptions, dependencies and params match the files:
+descriptions, dependencies, params and declarations (body params,
+directedness, duration) match the files:
 
     python scripts/build_builtin_manifest.py          # write library.json
     python scripts/build_builtin_manifest.py --check  # exit 1 if it is out of date
@@ -77,6 +78,9 @@ def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
             "description": det.description,
             "depends": det.depends,
             "params": det.params,
+            "body_params": det.body_params,
+            "directed": det.directed,
+            "duration": det.duration,
             "provenance": provenance,
             "fitness": None,
             "source_hash": source_hash(source),

@@ -21,7 +21,7 @@ def test_demo_writes_a_consistent_report(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
 
     # the dataset: every indexed trace is there with its annotation
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
     index = [json.loads(line) for line in (out / "dataset" / "index.jsonl").read_text().splitlines()]

@@ -1,6 +1,10 @@
-"""Running pattern libraries over traces; distances; text and pictures for people and LLMs."""
+"""Running pattern libraries over traces; distances; text and pictures for people and LLMs.
 
-from simpatterns.annotate.annotation import Annotation, AnnotationFormatError, PatternEvent
+`Annotation`, `PatternEvent` and `AnnotationFormatError` live in `simpatterns.annotation`
+(the contract every layer shares) and are re-exported here for convenience.
+"""
+
 from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
+from simpatterns.annotation import Annotation, AnnotationFormatError, PatternEvent
 
 __all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "annotate", "annotate_many", "run_detector"]

@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, EventList
 from simpatterns.detectors.contract import Detector, DetectorError, validate_events
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import _ARRAY_FIELDS, Trace, TraceFormatError
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 # Key of ``Annotation.errors`` for a trace that could not be read (``on_error="record"``);
 # never a pattern label, since labels are non-empty.
 TRACE_ERROR_KEY = ""
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 
 def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence[tuple[int, dict]]]) -> EventList:
@@ -64,7 +62,7 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
         raise DetectorError(
             f"detect raised {type(exc).__name__}: {exc}{_where_in(detector, exc)}", detector.pattern
         ) from exc
-    out = validate_events(raw, detector.pattern, trace.num_frames)
+    out = validate_events(raw, detector.pattern, trace.num_frames, interval=detector.duration == "interval")
     out.sort(key=lambda e: e[0])
     return out
 
@@ -114,9 +112,8 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
         except DetectorError as exc:
             errors[label] = f"pattern {label!r} on trace {trace_id or _default_id(trace)!r}: {_strip_where(exc)}"
         timings[label] = time.perf_counter() - t0
-    flat = [PatternEvent(label, f, p) for label in labels for f, p in events.get(label, [])]
     return Annotation(
-        events=flat,
+        pattern_events=events,
         num_frames=trace.num_frames,
         patterns=labels,
         dt=trace.dt,
@@ -161,7 +158,7 @@ def _annotate_item(item: Trace | str, trace_id: str, library: PatternLibrary, on
     except TraceFormatError as exc:
         if on_error == "raise":
             raise
-        return Annotation(events=[], num_frames=0, patterns=library.order(), trace_id=trace_id,
+        return Annotation(pattern_events={}, num_frames=0, patterns=library.order(), trace_id=trace_id,
                           errors={TRACE_ERROR_KEY: str(exc)})
     return annotate(trace, library, trace_id=trace_id)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.text import activation_span
 from simpatterns.files import atomic_open
 from simpatterns.trace import Trace, runs_of_true

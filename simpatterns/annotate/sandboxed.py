@@ -43,12 +43,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, EventList
 from simpatterns.detectors.contract import DetectorError
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import Trace, TraceFormatError
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 # Rejections that cost their whole budget: retrying trace by trace could cost it once per trace.
 _NO_RETRY = frozenset({"timeout", "cpu_limit", "memory", "output_limit", "output_too_large", "sandbox_error"})
@@ -233,7 +231,7 @@ def annotate_items(
                     except TraceFormatError as exc:
                         if on_error == "raise":
                             raise
-                        results[i] = Annotation(events=[], num_frames=0, patterns=labels, trace_id=trace_ids[i],
+                        results[i] = Annotation(pattern_events={}, num_frames=0, patterns=labels, trace_id=trace_ids[i],
                                                 errors={TRACE_ERROR_KEY: str(exc)})
                         continue
                 states.append(_State(trace, trace_ids[i]))
@@ -250,8 +248,7 @@ def annotate_items(
                 else:
                     _untrusted_phase(states, library, phase_labels, policy)
             for i, st in zip(index, states):
-                flat = [PatternEvent(k, f, p) for k in labels for f, p in st.events.get(k, [])]
-                results[i] = Annotation(events=flat, num_frames=st.trace.num_frames, patterns=labels,
+                results[i] = Annotation(pattern_events=st.events, num_frames=st.trace.num_frames, patterns=labels,
                                         dt=st.trace.dt, trace_id=st.trace_id,
                                         timings={k: st.timings.get(k, 0.0) for k in labels}, errors=st.errors)
             for i in chunk:
@@ -360,7 +357,8 @@ def _run_untrusted(sandbox: Any, states: list[_State], library: PatternLibrary, 
     if not run:
         return
     res = sandbox.evaluate(det.source, det.pattern, det.params, det.depends,
-                           limits=policy.limits(len(run)), traces=run)
+                           limits=policy.limits(len(run)), traces=run, body_params=det.body_params,
+                           duration=det.duration)
     if res.ok:
         for j, k in enumerate(run):
             states[k].events[label] = res.events[j]
@@ -371,7 +369,8 @@ def _run_untrusted(sandbox: Any, states: list[_State], library: PatternLibrary, 
         return
     for n, k in enumerate(run):
         one = sandbox.evaluate(det.source, det.pattern, det.params, det.depends,
-                               limits=policy.limits(1), traces=[k])
+                               limits=policy.limits(1), traces=[k], body_params=det.body_params,
+                               duration=det.duration)
         if one.ok:
             states[k].events[label] = one.events[0]
             states[k].timings[label] = float(one.times[0])

@@ -99,7 +99,7 @@ def _load_trace(path: Path):
 def _inputs(path: Path, lib):
     """(annotation, trace or None) from a trace (.npz, annotated now) or an annotation (.jsonl)."""
     if path.name.endswith(".jsonl"):
-        from simpatterns.annotate.annotation import Annotation, AnnotationFormatError
+        from simpatterns.annotation import Annotation, AnnotationFormatError
 
         try:
             return Annotation.load(path), None

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 
 import numpy as np
 
-from simpatterns.dsl.checker import bind, check
+from simpatterns.dsl.checker import bind, check, directed_labels
 from simpatterns.dsl.errors import DSLErrors, DSLEvaluationError
-from simpatterns.dsl.matching import DIRECTED_PATTERNS, normalize_text
+from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import (
     PREDICATES,
@@ -36,7 +36,7 @@ from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
 
@@ -70,9 +70,9 @@ class EvalResult:
 
 
 class _Builder:
-    def __init__(self, program: Program, directed: Collection[str] | None):
+    def __init__(self, program: Program, directed: Collection[str]):
         self.program = program
-        self.directed = {normalize_text(d) for d in (DIRECTED_PATTERNS if directed is None else directed)}
+        self.directed = {normalize_text(d) for d in directed}
 
     def where(self, node) -> Where:
         return Where(node.span, self.program.source, self.program.filename)
@@ -225,15 +225,20 @@ class CompiledProgram:
         return np.array([o[0] for o in out], dtype=bool), np.array([o[1] for o in out], dtype=float)
 
 
-def compile_program(program: Program | str, directed: Collection[str] | None = None) -> CompiledProgram:
+def compile_program(program: Program | str, directed: Collection[str] | None = None,
+                    library: Any = None) -> CompiledProgram:
     """Compile a program (text or parsed). Structural checks run first and
     raise `DSLErrors`; library/scene checks are `check`'s job. ``directed``:
-    pattern labels whose ``_a``/``_b`` params are ordered (default
-    `DIRECTED_PATTERNS`); all other such pairs match in either order."""
+    pattern labels whose ``_a``/``_b`` params are ordered; default: the labels
+    whose detectors declare ``DIRECTED = True`` in ``library`` (an object with
+    ``.declarations()``, a `PatternLibrary`), none without one. All other such
+    pairs match in either order."""
     if isinstance(program, str):
         program = parse(program)
     errors = check(program)
     if errors:
         raise DSLErrors(errors)
+    if directed is None:
+        directed = directed_labels(library)
     return CompiledProgram(program, _Builder(program, directed).build(program.root))
 

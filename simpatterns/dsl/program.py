@@ -13,9 +13,10 @@ from simpatterns.dsl.evaluator import CompiledProgram, EvalResult, compile_progr
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.syntax import Program
+from simpatterns.files import atomic_write
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
 PROGRAM_SUFFIX = ".rwd"
@@ -39,7 +40,10 @@ class RewardProgram:
     def from_text(cls, text: str, signatures: Any = None, bodies: Sequence[str] | None = None,
                   filename: str = "<program>", directed: Collection[str] | None = None) -> "RewardProgram":
         """Parse, check (against ``signatures``/``bodies`` when given) and compile.
-        Raises `DSLErrors` carrying every problem found."""
+        ``signatures`` is a `PatternLibrary` (or a mapping label -> param keys);
+        a library's declarations say which pairs are directed (``directed``
+        overrides them) and which params name bodies. Raises `DSLErrors`
+        carrying every problem found."""
         try:
             program = parse(text, filename=filename)
         except DSLError as exc:
@@ -47,7 +51,7 @@ class RewardProgram:
         errors = check(program, signatures, bodies)
         if errors:
             raise DSLErrors(errors)
-        return cls(text, program, compile_program(program, directed=directed))
+        return cls(text, program, compile_program(program, directed=directed, library=signatures))
 
     @classmethod
     def load(cls, path: str | os.PathLike, signatures: Any = None, bodies: Sequence[str] | None = None,
@@ -64,11 +68,7 @@ class RewardProgram:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the program text atomically."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(self.text if self.text.endswith("\n") else self.text + "\n")
-        os.replace(tmp, path)
-        return path
+        return atomic_write(path, self.text if self.text.endswith("\n") else self.text + "\n")
 
     # ------------------------------------------------------------------ use
     @property

@@ -31,6 +31,7 @@ from simpatterns.dsl.checker import check
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.program import RewardProgram
 from simpatterns.dsl.reference import reference_text
+from simpatterns.files import atomic_write
 from simpatterns.llm.errors import LLMError
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 
@@ -502,10 +503,5 @@ def goal_file_text(result: SynthesisResult) -> str:
 
 
 def save_goal_program(result: SynthesisResult, path: str | os.PathLike) -> Path:
-    """Write `goal_file_text` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(goal_file_text(result), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write `goal_file_text` atomically (the folder is created if missing)."""
+    return atomic_write(path, goal_file_text(result))

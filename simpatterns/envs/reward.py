@@ -21,7 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import Trace
 
@@ -105,7 +105,8 @@ class ProgramReward:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
         self.reward = reward
         self._library = library
-        self.program = load_program(program, None)
+        # compiled against the library: its declarations say which pair patterns are directed
+        self.program = load_program(program, self.library)
         labels = program_patterns(self.program)
         if labels == set():  # positions and contacts only: no detector runs, no library needed
             self.needed = PatternLibrary()

@@ -46,6 +46,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from simpatterns.annotate import distances as dist
+from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Detector, normalize_label, source_hash
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve import reasons as R
@@ -59,8 +60,6 @@ from simpatterns.evolve.reasons import Reason, Rejected
 from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
 from simpatterns.evolve.sandbox import Sandbox, SandboxError
 from simpatterns.trace import Trace
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 # stream ids for the per-sample generators
 _PROMPT, _PROPOSE, _RESET, _SELF = 1, 2, 3, 4
@@ -223,10 +222,9 @@ class LibraryState:
 
 
 def evolved_detector(source: str, info: Any) -> Detector:
-    """An untrusted `Detector` record for an accepted candidate: its code is never
-    executed in-process (annotation runs it in the sandbox)."""
-    return Detector(pattern=info.pattern, description=info.description, depends=list(info.depends),
-                    params=list(info.params), source=source, detect=None, filename="<evolved>", trusted=False)
+    """An untrusted `Detector` record for an accepted candidate, with everything its source
+    declares: its code is never executed in-process (annotation runs it in the sandbox)."""
+    return Detector.from_declarations(info.declarations, source, None, filename="<evolved>", trusted=False)
 
 
 # ------------------------------------------------------------------- job
@@ -417,7 +415,7 @@ class DiscoveryJob:
         if errors:
             label, text = next(iter(errors.items()))
             raise JobError(f"the base library fails on the traces: {text}")
-        events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in anns] for k in lib.order()}
+        events = {k: [a.events_of(k) for a in anns] for k in lib.order()}
         measured = {k: float(np.mean([a.timings.get(k, 0.0) for a in anns])) for k in lib.order()}
         if base_times is None:  # a fresh job: record them, so a resumed job scores against the same times
             base_times = measured
@@ -440,7 +438,9 @@ class DiscoveryJob:
         assert self.lib is not None and self.sandbox is not None
         source = rec["program"]["source"]
         info = check_candidate(source, rec["label"])
-        result = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        result = self.sandbox.evaluate(source, info.pattern, info.params, info.depends,
+                                       body_params=info.declarations.body_params,
+                                       duration=info.declarations.duration)
         if not result.ok or result.events is None:
             raise JobError(f"accepted detector {rec['label']!r} failed when run again in the sandbox: "
                            f"{result.reason.short() if result.reason else '?'}")
@@ -660,7 +660,9 @@ class DiscoveryJob:
             info = check_candidate(source, spec.label, allowed, max_lines=2000, safety=self.config.gate)
         except Rejected as exc:
             return Outcome(reason=exc.reason, lines=count_lines(source), wall_s=time.perf_counter() - t0)
-        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends,
+                                    body_params=info.declarations.body_params,
+                                    duration=info.declarations.duration)
         if not res.ok:
             return Outcome(reason=res.reason, lines=info.num_lines, wall_s=time.perf_counter() - t0)
         assert res.events is not None

@@ -49,12 +49,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from simpatterns.annotate import distances as dist
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation, EventList
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.reasons import Reason
 from simpatterns.trace import Trace
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 
 @dataclass
@@ -134,37 +132,6 @@ def events_hash(events: Sequence[EventList]) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()
 
 
-def histograms_from_frames(frames: Sequence[Sequence[int]], horizon: int, bins: int) -> np.ndarray:
-    """``[N, B]``: per trace, the smoothed histogram of its (unique) active frames."""
-    n = len(frames)
-    lens = np.fromiter((len(f) for f in frames), dtype=np.int64, count=n)
-    counts = np.zeros((n, bins))
-    if lens.sum():
-        flat = np.fromiter((int(x) for f in frames for x in f), dtype=np.int64, count=int(lens.sum()))
-        rows = np.repeat(np.arange(n, dtype=np.int64), lens)
-        h = max(int(horizon), 1)
-        key = np.unique(rows * (h + 1) + flat)
-        r, f = key // (h + 1), key % (h + 1)
-        b = np.minimum(f * bins // h, bins - 1)
-        counts = np.bincount(r * bins + b, minlength=n * bins).reshape(n, bins).astype(np.float64)
-    return smooth_histograms(counts)
-
-
-def smooth_histograms(counts: np.ndarray) -> np.ndarray:
-    """Blur over neighbouring bins, normalise, mix with uniform: the distances module's
-    smoothing, with its constants (`BLUR_KERNEL`, `EPSILON`)."""
-    c = np.asarray(counts, dtype=np.float64)
-    if c.shape[-1] > 1:
-        left = np.concatenate([c[..., :1], c[..., :-1]], axis=-1)
-        right = np.concatenate([c[..., 1:], c[..., -1:]], axis=-1)
-        k = dist.BLUR_KERNEL
-        c = k[0] * left + k[1] * c + k[2] * right
-    total = c.sum(-1, keepdims=True)
-    nb = c.shape[-1]
-    p = np.divide(c, total, out=np.full_like(c, 1.0 / nb), where=total > 0)
-    return (1.0 - dist.EPSILON) * p + dist.EPSILON / nb
-
-
 class FitnessContext:
     """Everything the fitness needs that does not depend on the candidate."""
 
@@ -210,7 +177,7 @@ class FitnessContext:
         L = len(self.patterns)
         if L:
             self.hist_lib = np.stack(
-                [histograms_from_frames([[f for f, _ in evs] for evs in library_events[p]], self.horizon, cfg.bins)
+                [dist.event_histograms(library_events[p], self.horizon, cfg.bins)
                  for p in self.patterns], axis=1)  # [N, L, B]
             self.S_lib = L * dist.distance_from_histograms(self.hist_lib, cfg.divergence)
         else:
@@ -227,7 +194,7 @@ class FitnessContext:
     ) -> "FitnessContext":
         """From the library's `Annotation`s (one per trace, e.g. `annotate_many`)."""
         pats = list(patterns) if patterns is not None else (list(annotations[0].patterns) if annotations else [])
-        events = {p: [[(e.frame, e.params) for e in a.by_pattern(p)] for a in annotations] for p in pats}
+        events = {p: [a.events_of(p) for a in annotations] for p in pats}
         times = {p: float(np.mean([a.timings.get(p, 0.0) for a in annotations])) for p in pats}
         return cls(traces, events, times, config, **kwargs)
 
@@ -242,14 +209,9 @@ class FitnessContext:
         return float((ac * self._t_centered).sum() / denom)
 
     def histograms(self, events: Sequence[EventList]) -> np.ndarray:
-        """``[N, B]`` smoothed histograms of a candidate's events on the shared horizon.
-
-        The same definition as `simpatterns.annotate.distances.pattern_histograms`
-        (each active frame once, blurred, normalised, mixed with uniform; a test
-        holds them equal), vectorised over traces: building one `Annotation` per
-        trace would cost more than the rest of the fitness together.
-        """
-        return histograms_from_frames([[f for f, _ in evs] for evs in events], self.horizon, self.config.bins)
+        """``[N, B]`` smoothed histograms of a candidate's events on the shared horizon
+        (`simpatterns.annotate.distances.event_histograms`, as for the library)."""
+        return dist.event_histograms(events, self.horizon, self.config.bins)
 
     def degenerate(self, events: Sequence[EventList]) -> Reason | None:
         fired = [len(e) > 0 for e in events]

@@ -59,7 +59,8 @@ import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
 
-from simpatterns.detectors.contract import DetectorError, validate_events
+from simpatterns.annotation import EventList
+from simpatterns.detectors.contract import DetectorError, default_body_params, interval_problem, validate_events
 
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
@@ -117,7 +118,8 @@ def recv(fd: int) -> Any:
 
 # ----------------------------------------------------------------- server
 LIMIT_KEYS = ("cpu_s", "memory_mb", "output_bytes", "recursion_limit")
-JOB_KEYS = ("source", "pattern", "params", "depends", "order", "n_smoke", "max_events_per_trace", "max_result_bytes")
+JOB_KEYS = ("source", "pattern", "params", "body_params", "interval", "depends", "order", "n_smoke",
+            "max_events_per_trace", "max_result_bytes")
 
 
 @dataclass
@@ -143,7 +145,7 @@ class Server:
         os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
         self.name_sets: list[frozenset[str]] = []
-        self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
+        self.deps: dict[str, list[EventList]] = {}
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
         self.is_root = os.geteuid() == 0
@@ -494,11 +496,13 @@ def _exc_reason(exc: BaseException) -> dict[str, Any]:
 
 def check_events(
     raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: frozenset[str] | set[str],
-    max_events: int, idx: int
-) -> list[tuple[int, dict]] | dict[str, str]:
-    """Schema-check one trace's events: the contract's `validate_events` plus the
-    declared PARAMS keys and body names. Returns the plain events, or a reason dict.
-    Used in the child and again by the parent on what the child sent."""
+    max_events: int, idx: int, body_params: frozenset[str] | None = None, interval: bool = False,
+) -> EventList | dict[str, str]:
+    """Schema-check one trace's events: the contract's `validate_events` (with ``interval``:
+    an integer ``frames`` >= 1 on each) plus the declared PARAMS keys and body names in
+    the ``body_params`` keys (the detector's BODY_PARAMS; default: the contract's).
+    Returns the plain events, or a reason dict."""
+    bodies = frozenset(default_body_params(params)) if body_params is None else body_params
     if isinstance(raw, (list, tuple)) and len(raw) > max_events:
         return {"reason": "too_many_events", "detail": f"{len(raw)} events on trace {idx}, limit {max_events}"}
     try:
@@ -512,10 +516,26 @@ def check_events(
                     "detail": f"trace {idx} event {i}: keys {sorted(keys - params)} not in PARAMS {sorted(params)}"}
         if params - keys:
             return {"reason": "missing_params", "detail": f"trace {idx} event {i}: missing keys {sorted(params - keys)}"}
-        for key, value in p.items():
-            if key.startswith("object") and isinstance(value, str) and value not in names:
-                return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={value!r} is not a body name"}
+        for key in bodies:
+            bad = not_a_body(p[key], names)
+            if bad is not None:
+                return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={bad!r} is not a body name"}
+    bad = interval_problem(events) if interval else ""
+    if bad:
+        return {"reason": "invalid_events", "detail": f"trace {idx} {bad}"}
     return events
+
+
+def not_a_body(value: Any, names: frozenset[str] | set[str]) -> Any:
+    """None when ``value`` names a body (or is a list of body names), else the offending value."""
+    if isinstance(value, str):
+        return None if value in names else value
+    if isinstance(value, list):
+        for v in value:
+            if not isinstance(v, str) or v not in names:
+                return v
+        return None
+    return value
 
 
 def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]
@@ -537,13 +557,16 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
         if not callable(detect):
             return {"reason": "contract", "detail": "detect is not callable"}, b""
         param_set = frozenset(params)
+        body_set = frozenset(req["body_params"])
+        interval = bool(req["interval"])
         for k, idx in enumerate(order):
             trace = server.traces[idx]
             dep_events = {d: [(f, dict(p)) for f, p in server.deps[d][idx]] for d in depends}
             t0 = time.perf_counter()
             raw = detect(trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
-            checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx)
+            checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx,
+                                   body_set, interval)
             if isinstance(checked, dict):
                 return checked, b""
             encoded[idx] = encode_events(checked)
@@ -555,7 +578,7 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     return {"times": times}, ("{" + body + "}").encode()
 
 
-def encode_events(events: list[tuple[int, dict]]) -> str:
+def encode_events(events: EventList) -> str:
     """Canonical JSON of one trace's events: sorted by frame (stable, so events of one
     frame keep the detector's order), params with sorted keys. One ``json.dumps`` per
     trace: a per-event canonical sort would cost more than the detector."""

@@ -11,12 +11,21 @@ bypassed and contains the candidate on its own.
 from __future__ import annotations
 
 import ast
-import threading
 from dataclasses import dataclass
 
-from simpatterns.detectors.contract import ALLOWED_IMPORTS, DetectorError, declared_names, normalize_label
+from simpatterns.detectors.contract import (
+    ALLOWED_IMPORTS,
+    AST_LOCK,
+    Candidate,
+    Declarations,
+    DetectorError,
+    count_lines,
+    normalize_label,
+)
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.reasons import Rejected
+
+__all__ = ["AST_LOCK", "CandidateInfo", "check_candidate", "check_candidate_tree", "count_lines"]
 
 FORBIDDEN_NAMES = frozenset({
     "open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
@@ -38,11 +47,6 @@ FORBIDDEN_ATTRIBUTES = frozenset({
 })
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
 
-# CPython 3.11 up to 3.11.8 can fail with "SystemError: AST constructor recursion depth
-# mismatch" when two threads build ASTs at once (gh-106905); evaluator threads and the
-# proposer parse concurrently, so every parse in the evolver holds this lock.
-AST_LOCK = threading.RLock()
-
 
 @dataclass(frozen=True)
 class CandidateInfo:
@@ -53,11 +57,7 @@ class CandidateInfo:
     depends: list[str]
     params: list[str]
     num_lines: int
-
-
-def count_lines(source: str) -> int:
-    """Non-blank lines: the length the length penalty sees."""
-    return sum(1 for ln in source.splitlines() if ln.strip())
+    declarations: Declarations | None = None  # body params, directedness, duration
 
 
 def check_candidate(
@@ -73,45 +73,67 @@ def check_candidate(
     ``label``: the pattern being evolved (PATTERN must match). ``available``:
     labels the candidate may list in DEPENDS (None: any). ``safety=False``
     skips the import/name/attribute filter and keeps only the contract checks:
-    for testing that the sandbox holds on its own.
+    for testing that the sandbox holds on its own. Parses ``source`` once; a
+    source already parsed into a `Candidate` goes to `check_candidate_tree`.
     """
     with AST_LOCK:
-        return _check(source, label, available, max_lines, max_chars, safety)
+        _check_size(source, max_lines, max_chars)
+        try:
+            tree = ast.parse(source, filename="<candidate>")
+        except SyntaxError as exc:
+            raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
+        except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+            raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
+        if safety:
+            _walk(tree)
+        try:
+            candidate = Candidate.from_tree(source, tree, "<candidate>")
+        except DetectorError as exc:
+            raise Rejected(R.CONTRACT, str(exc)) from None
+        return _check_declarations(candidate, label, available)
 
 
-def _check(source: str, label: str | None, available: list[str] | None, max_lines: int, max_chars: int,
-           safety: bool) -> CandidateInfo:
+def check_candidate_tree(
+    candidate: Candidate,
+    label: str | None = None,
+    available: list[str] | None = None,
+    max_lines: int = 1000,
+    max_chars: int = 200_000,
+    safety: bool = True,
+) -> CandidateInfo:
+    """`check_candidate` on a `Candidate` (parsed and contract-checked already): walks
+    ``candidate.tree`` instead of parsing again. Raises `Rejected` or returns the info."""
+    _check_size(candidate.source, max_lines, max_chars)
+    if safety:
+        with AST_LOCK:
+            _walk(candidate.tree)
+    return _check_declarations(candidate, label, available)
+
+
+def _check_size(source: str, max_lines: int, max_chars: int) -> None:
     if len(source) > max_chars:
         raise Rejected(R.TOO_LONG, f"{len(source)} characters, limit {max_chars}")
     nlines = count_lines(source)
     if nlines > max_lines:
         raise Rejected(R.TOO_LONG, f"{nlines} lines, limit {max_lines}")
-    try:
-        tree = ast.parse(source, filename="<candidate>")
-    except SyntaxError as exc:
-        raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
-    if safety:
-        _walk(tree)
-    try:
-        values = declared_names(source, "<candidate>")
-    except DetectorError as exc:
-        raise Rejected(R.CONTRACT, str(exc)) from None
-    pattern = normalize_label(values["PATTERN"])
+
+
+def _check_declarations(candidate: Candidate, label: str | None, available: list[str] | None) -> CandidateInfo:
+    decl = candidate.declarations
+    pattern = decl.pattern
     if label is not None and pattern != normalize_label(label):
         raise Rejected(R.WRONG_PATTERN, f"PATTERN is {pattern!r}, expected {normalize_label(label)!r}")
-    depends = [normalize_label(d) for d in values["DEPENDS"]]
+    depends = list(decl.depends)
     if pattern in depends:
         raise Rejected(R.UNKNOWN_DEPENDENCY, f"{pattern!r} depends on itself")
     if available is not None:
         unknown = [d for d in depends if d not in set(available)]
         if unknown:
             raise Rejected(R.UNKNOWN_DEPENDENCY, f"DEPENDS names {unknown}, not in the library")
-    params = list(values["PARAMS"])
+    params = list(decl.params)
     if len(set(params)) != len(params):
         raise Rejected(R.CONTRACT, f"PARAMS repeats a key: {params}")
-    return CandidateInfo(pattern, values["DESCRIPTION"].strip(), depends, params, nlines)
+    return CandidateInfo(pattern, decl.description, depends, params, candidate.num_lines, decl)
 
 
 def _walk(tree: ast.AST) -> None:

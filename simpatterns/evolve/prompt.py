@@ -31,7 +31,10 @@ from simpatterns.trace import Trace
 SYSTEM_PROMPT = """You write pattern detectors for physics simulation traces.
 A detector is a small Python module: module constants PATTERN, DESCRIPTION, DEPENDS (labels of other
 patterns whose events it reads), PARAMS (the keys every emitted event carries) and a function
-detect(trace, events) returning a list of (frame, params) pairs, one per activation.
+detect(trace, events) returning a list of (frame, params) pairs, one per activation. Optional constants
+say what the events mean: BODY_PARAMS (the params whose values are body names), DIRECTED (True when
+object_a and object_b have distinct roles) and DURATION ("instant", or "interval": every event carries
+an integer "frames" >= 1, its length); keep the ones the earlier versions declare.
 Rules: import only numpy (as np) and math; no file, network or process access; no attributes starting
 with '_'; frames are ints in [0, trace.num_frames); params hold only plain values (str, int, float,
 bool, lists) and exactly the keys in PARAMS; name bodies with trace.names. Prefer vectorised numpy over
@@ -140,12 +143,15 @@ def rename_name(source: str, old: str, new: str) -> str:
     return "".join(lines)
 
 
-def _header(spec: LabelSpec, depends: list[str], params: list[str], version: int) -> str:
+def _header(spec: LabelSpec, depends: list[str], params: list[str], version: int,
+            declared: dict[str, Any] | None = None) -> str:
     return (
         f"PATTERN = {spec.label!r}\n"
         f"DESCRIPTION = {spec.description!r}\n"
         f"DEPENDS = {depends!r}\n"
-        f"PARAMS = {params!r}\n\n\n"
+        f"PARAMS = {params!r}\n"
+        + "".join(f"{k} = {v!r}\n" for k, v in (declared or {}).items())
+        + "\n\n"
         f"def detect_v{version}(trace, events):\n"
         f'    """Improved version of detect_v{version - 1}."""\n'
     )
@@ -226,24 +232,41 @@ def _build_prompt(
         note = " (no score yet: it never fired, or it failed)" if v.fitness is None else ""
         parts.append(f"\n# version {i}{note}\n```python\n{rename_detect(v.source, f'detect_v{i}').strip()}\n```")
     best = versions[-1].source
-    depends, params = _declared(best, spec)
+    depends, params, declared = _declared(best, spec)
     parts.append(
         f"\nWrite version {k}: a better detector for {spec.label!r}. Answer with one ```python block holding the "
         f"complete module (constants, helpers and `def detect_v{k}(trace, events)`), starting from:\n"
-        f"```python\n{_header(spec, depends, params, k)}```"
+        f"```python\n{_header(spec, depends, params, k, declared)}```"
     )
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(parts)}]
     return Prompt(spec.label, island, epoch, k, [v.program_id for v in versions], messages, best)
 
 
-def _declared(source: str, spec: LabelSpec) -> tuple[list[str], list[str]]:
-    try:
-        from simpatterns.detectors.contract import declared_names
+def _declared(source: str, spec: LabelSpec) -> tuple[list[str], list[str], dict[str, Any]]:
+    """DEPENDS, PARAMS and the optional declarations (BODY_PARAMS, DIRECTED, DURATION) the
+    source sets, as written."""
+    from simpatterns.detectors.contract import OPTIONAL_NAMES, declared_names
 
+    try:
         vals = declared_names(source)
-        return list(vals["DEPENDS"]), list(vals["PARAMS"])
     except Exception:  # noqa: BLE001 - the skeleton's values then
-        return list(spec.depends or []), list(spec.params)
+        return list(spec.depends or []), list(spec.params), {}
+    return list(vals["DEPENDS"]), list(vals["PARAMS"]), {k: vals[k] for k in OPTIONAL_NAMES if k in vals}
+
+
+def _fitting(declared: dict[str, Any], params: list[str]) -> dict[str, Any]:
+    """The earlier version's declarations that still fit ``params`` (an answer that changed
+    PARAMS keeps only what remains true of it; the contract's defaults cover the rest)."""
+    out = {}
+    for k, v in declared.items():
+        if k == "BODY_PARAMS" and not (isinstance(v, list) and set(v) <= set(params)):
+            continue
+        if k == "DIRECTED" and v is True and not {"object_a", "object_b"} <= set(params):
+            continue
+        if k == "DURATION" and v == "interval" and "frames" not in params:
+            continue
+        out[k] = v
+    return out
 
 
 # ----------------------------------------------------------------- parsing
@@ -309,17 +332,18 @@ def _assemble(text: str, prompt: Prompt, spec: LabelSpec) -> str:
 
 def _from_body(code: str, prompt: Prompt, spec: LabelSpec) -> str:
     """A body-only answer: put it under the header of the version to write."""
-    depends, params = _declared(prompt.base_source, spec)
+    depends, params, declared = _declared(prompt.base_source, spec)
     body = textwrap.dedent(code).strip("\n")
     if not body:
         raise Rejected(R.NO_FUNCTION, "empty body")
-    return (f"import numpy as np\n\nDEPENDS = {depends!r}\nPARAMS = {params!r}\n\n\n"
+    extra = "".join(f"{k} = {v!r}\n" for k, v in declared.items())
+    return (f"import numpy as np\n\nDEPENDS = {depends!r}\nPARAMS = {params!r}\n{extra}\n\n"
             f"def {prompt.function_name}(trace, events):\n" + textwrap.indent(body, "    ") + "\n")
 
 
 def _with_constants(module: str, prompt: Prompt, spec: LabelSpec) -> str:
-    """Force PATTERN/DESCRIPTION to the label's; fill DEPENDS/PARAMS from the best shown
-    version when the answer left them out."""
+    """Force PATTERN/DESCRIPTION to the label's; fill DEPENDS/PARAMS (and the optional
+    declarations) from the best shown version when the answer left them out."""
     tree = ast.parse(module)
     present = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     drop_lines: set[int] = set()
@@ -328,12 +352,20 @@ def _with_constants(module: str, prompt: Prompt, spec: LabelSpec) -> str:
                                              for t in n.targets):
             drop_lines.update(range(n.lineno, (n.end_lineno or n.lineno) + 1))
     kept = "".join(ln for i, ln in enumerate(module.splitlines(keepends=True), start=1) if i not in drop_lines)
-    depends, params = _declared(prompt.base_source, spec)
+    depends, params, declared = _declared(prompt.base_source, spec)
     header = [f"PATTERN = {spec.label!r}", f"DESCRIPTION = {spec.description!r}"]
     if "DEPENDS" not in present:
         header.append(f"DEPENDS = {depends!r}")
     if "PARAMS" not in present:
         header.append(f"PARAMS = {params!r}")
+    final_params = params
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PARAMS" for t in n.targets):
+            try:
+                final_params = list(ast.literal_eval(n.value))
+            except (ValueError, TypeError, SyntaxError):
+                pass  # the contract check names it
+    header += [f"{k} = {v!r}" for k, v in _fitting(declared, final_params).items() if k not in present]
     # imports stay first; the constants follow them
     body_lines = kept.splitlines(keepends=True)
     cut = 0

@@ -39,8 +39,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simpatterns.annotation import EventList
+from simpatterns.detectors.contract import default_body_params, default_duration, interval_problem
 from simpatterns.evolve import reasons as R
-from simpatterns.evolve.forkserver import HEADER
+from simpatterns.evolve.forkserver import HEADER, not_a_body
 from simpatterns.evolve.reasons import Reason
 from simpatterns.trace import Trace
 
@@ -91,7 +93,7 @@ class SandboxResult:
     """
 
     reason: Reason | None
-    events: list[list[tuple[int, dict[str, Any]]]] | None = None
+    events: list[EventList] | None = None
     times: np.ndarray | None = None
     wall_s: float = 0.0
     pid: int | None = None
@@ -269,7 +271,7 @@ class Sandbox:
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
         self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
-        self._deps: dict[str, list[list[tuple[int, dict[str, Any]]]]] = {}
+        self._deps: dict[str, list[EventList]] = {}
         self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
@@ -337,7 +339,7 @@ class Sandbox:
                 for w in held:
                     self._free.put(w)
 
-    def set_dependency_events(self, events: dict[str, list[list[tuple[int, dict[str, Any]]]]]) -> None:
+    def set_dependency_events(self, events: dict[str, list[EventList]]) -> None:
         """Events of library patterns per trace (job order): what ``detect`` gets as
         ``events[label]`` for the labels in its DEPENDS. Waits for idle workers."""
         for label, per_trace in events.items():
@@ -377,12 +379,20 @@ class Sandbox:
         depends: Sequence[str] = (),
         limits: SandboxLimits | None = None,
         traces: Sequence[int] | None = None,
+        body_params: Sequence[str] | None = None,
+        duration: str | None = None,
     ) -> SandboxResult:
         """Run ``detect`` of ``source`` on every trace in a confined child.
 
         ``traces``: run on these trace indices only (smoke traces first as always);
-        the result's ``events[k]``/``times[k]`` are then those of ``traces[k]``."""
+        the result's ``events[k]``/``times[k]`` are then those of ``traces[k]``.
+        ``body_params`` and ``duration``: what the detector declares (``BODY_PARAMS``:
+        the params whose values must name bodies of the trace; ``DURATION``: with
+        ``"interval"`` every event needs an integer ``frames`` >= 1); None: the
+        contract's defaults for ``params``."""
         lim = limits or self.limits
+        bodies = list(default_body_params(params) if body_params is None else body_params)
+        interval = (default_duration(params) if duration is None else duration) == "interval"
         missing = [d for d in depends if d not in self._deps]
         if missing:
             return SandboxResult(Reason(R.UNKNOWN_DEPENDENCY, f"no events for {missing} in this job"))
@@ -395,6 +405,8 @@ class Sandbox:
             "source": source,
             "pattern": pattern,
             "params": list(params),
+            "body_params": bodies,
+            "interval": interval,
             "depends": list(depends),
             "order": self.order if traces is None else [i for i in self.order if i in wanted],
             **lim.request_fields(),
@@ -414,9 +426,10 @@ class Sandbox:
                 return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
         finally:
             self._free.put(w)
-        return self._result(msg, params, indices)
+        return self._result(msg, params, indices, bodies, interval)
 
-    def _result(self, msg: dict[str, Any], params: Sequence[str], indices: list[int] | None = None) -> SandboxResult:
+    def _result(self, msg: dict[str, Any], params: Sequence[str], indices: list[int] | None = None,
+                body_params: Sequence[str] | None = None, interval: bool = False) -> SandboxResult:
         common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
@@ -440,7 +453,8 @@ class Sandbox:
         if indices is None:
             indices = list(range(len(self.traces)))
         param_set = frozenset(params)
-        events: list[list[tuple[int, dict[str, Any]]]] = []
+        body_set = frozenset(default_body_params(params) if body_params is None else body_params)
+        events: list[EventList] = []
         times = np.zeros(len(indices))
         for k, i in enumerate(indices):
             key = str(i)
@@ -451,7 +465,7 @@ class Sandbox:
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
             times[k] = float(t)
             checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
-                                         self.limits.max_events_per_trace, i)
+                                         self.limits.max_events_per_trace, i, body_set, interval)
             if isinstance(checked, Reason):
                 return SandboxResult(checked, **common)
             events.append(checked)
@@ -481,12 +495,15 @@ def _no_constants(name: str) -> Any:
 
 
 def check_plain_events(
-    items: Any, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int
-) -> list[tuple[int, dict[str, Any]]] | Reason:
+    items: Any, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int,
+    body_params: frozenset[str] | None = None, interval: bool = False,
+) -> EventList | Reason:
     """The parent's check of one trace's events as parsed from the child's JSON (so every
     value is already plain: no NaN, no objects): shape, frame range, exactly the PARAMS
-    keys, body names. The child ran the contract's `validate_events`; this is the same
-    schema again on the other side of the boundary, at JSON speed."""
+    keys, body names in the ``body_params`` keys (the detector's declared BODY_PARAMS;
+    default: the contract's), an integer ``frames`` >= 1 when ``interval``. The child ran the contract's `validate_events`; this is
+    the same schema again on the other side of the boundary, at JSON speed."""
+    bodies = frozenset(default_body_params(params)) if body_params is None else body_params
     if not isinstance(items, list):
         return Reason(R.INVALID_EVENTS, f"trace {idx}: events are not a list")
     if len(items) > max_events:
@@ -505,8 +522,14 @@ def check_plain_events(
             code = R.UNKNOWN_PARAMS if extra else R.MISSING_PARAMS
             return Reason(code, f"trace {idx} event {i}: keys {extra or missing} " +
                           ("not in PARAMS" if extra else "missing"))
-        for key, value in p.items():
-            if key.startswith("object") and type(value) is str and value not in names:
-                return Reason(R.UNKNOWN_OBJECT, f"trace {idx} event {i}: {key}={value!r} is not a body name")
+        for key in bodies:
+            bad = not_a_body(p[key], names)
+            if bad is not None:
+                return Reason(R.UNKNOWN_OBJECT, f"trace {idx} event {i}: {key}={bad!r} is not a body name")
         out.append((f, p))
+    if interval:
+        bad = interval_problem(out)
+        if bad:
+            return Reason(R.INVALID_EVENTS, f"trace {idx} {bad}")
     return out
+

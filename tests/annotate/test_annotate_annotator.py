@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate, annotate_many, run_detector
 from simpatterns.detectors.contract import DetectorError, load_detector
 from simpatterns.detectors.library import PatternLibrary

@@ -5,7 +5,7 @@ import json
 from PIL import Image
 from typer.testing import CliRunner
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate
 from simpatterns.annotate.plots import captioned_gif, frame_captions, timeline_plot
 
@@ -19,15 +19,15 @@ def test_timeline_plot_writes_a_png(tmp_path, drop_trace, small_library, sources
         assert img.format == "PNG"
         w, h = img.size
     # one row per pattern: a library with more patterns gives a taller figure
-    more = Annotation(events=ann.events, num_frames=ann.num_frames, patterns=ann.patterns + [f"p{k}" for k in range(8)])
+    more = Annotation.from_events(ann.events, num_frames=ann.num_frames, patterns=ann.patterns + [f"p{k}" for k in range(8)])
     with Image.open(timeline_plot(more, tmp_path / "more.png")) as img:
         assert img.size[0] == w and img.size[1] > h
     assert sorted(p.name for p in tmp_path.iterdir()) == ["more.png", "t.png"]
 
 
 def test_captions_list_events_since_the_previous_shown_frame():
-    ann = Annotation(
-        events=[
+    ann = Annotation.from_events(
+        [
             PatternEvent("bounce", 3, {"object": "red ball"}),
             PatternEvent("touch", 4, {"object_a": "red ball", "object_b": "ground"}),
             PatternEvent("touch", 5, {"object_a": "red ball", "object_b": "ground"}),

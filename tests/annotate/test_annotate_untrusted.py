@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
 from simpatterns.annotate.sandboxed import _SHARED, SandboxPolicy, close_shared_sandbox, plan_phases
 from simpatterns.detectors.contract import DetectorError

@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 
 from simpatterns.annotate import distances as dist
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate_many
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.fitness import (
     FitnessConfig,
     FitnessContext,
-    histograms_from_frames,
     length_penalty,
     time_penalty,
 )
@@ -24,15 +23,18 @@ def annotated(many_traces, builtin):
     return annotate_many(many_traces, builtin)
 
 
-def test_histograms_equal_the_distances_module(many_traces):
+def test_candidate_histograms_are_the_annotation_distance_histograms_on_the_shared_horizon(many_traces):
+    """Fitness bins a candidate's events with the annotation distance's histogram function,
+    over the longest trace: the same rows `histogram_stack` gives for annotations of those events."""
     rng = np.random.default_rng(0)
-    horizon = max(t.num_frames for t in many_traces)
     frames = [sorted(rng.integers(0, t.num_frames, int(rng.integers(0, 6))).tolist()) for t in many_traces]
-    mine = histograms_from_frames(frames, horizon, 20)
-    anns = [Annotation([PatternEvent("p", int(f), {}) for f in fs], t.num_frames, ["p"])
+    events = [[(int(f), {}) for f in fs] for fs in frames]
+    ctx = FitnessContext(many_traces, {}, {})
+    assert ctx.horizon == max(t.num_frames for t in many_traces)
+    anns = [Annotation.from_events([PatternEvent("p", int(f), {}) for f in fs], t.num_frames, ["p"])
             for fs, t in zip(frames, many_traces)]
-    theirs = dist.histogram_stack(anns, ["p"], 20, horizon)[:, 0, :]
-    np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ctx.histograms(events), dist.histogram_stack(anns, ["p"], 20, ctx.horizon)[:, 0, :],
+                               rtol=1e-12, atol=1e-15)
 
 
 def test_penalty_shapes():
@@ -96,7 +98,7 @@ def test_empty_library_is_the_plain_correlation(many_traces, annotated):
     ctx = FitnessContext(many_traces, {}, {}, FitnessConfig(w_novelty=0, w_length=0, w_time=0))
     ev = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
     parts = ctx.score(ev, None, 10)
-    h = histograms_from_frames([[f for f, _ in e] for e in ev], ctx.horizon, 20)
+    h = dist.activation_histograms([[f for f, _ in e] for e in ev], ctx.horizon, 20)
     D_a = dist.histogram_cross_entropy_matrix(h)
     iu = np.triu_indices(len(many_traces), 1)
     assert parts.correlation == pytest.approx(np.corrcoef(ctx.D_T[iu], D_a[iu])[0, 1], abs=1e-9)

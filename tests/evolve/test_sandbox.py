@@ -60,6 +60,63 @@ def test_good_candidate_matches_reference(sandbox, traces):
         assert evs == reference(traces[i], i % 3)
 
 
+DECLARING = '''import numpy as np
+PATTERN = "shove"
+DESCRIPTION = "the first body is pushed by the second"
+DEPENDS = []
+PARAMS = ["object", "pusher", "object_note", "frames"]
+BODY_PARAMS = ["object", "pusher"]
+DURATION = "interval"
+
+def detect(trace, events):
+    return [(1, {"object": trace.names[0], "pusher": PUSHER, "object_note": "not a body", "frames": FRAMES})]
+'''
+
+
+@pytest.mark.parametrize("pusher, frames, code", [
+    ("trace.names[1]", "2", None),  # object_note is not declared a body: any text
+    ("'nobody'", "2", R.UNKNOWN_OBJECT),  # a declared body param must name a body
+    ("[trace.names[1], trace.names[2]]", "2", None),  # or a list of bodies
+    ("[trace.names[1], 'nobody']", "2", R.UNKNOWN_OBJECT),
+    ("trace.names[1]", "0", R.INVALID_EVENTS),  # an interval lasts at least one frame
+])
+def test_events_are_checked_against_what_the_candidate_declares(sandbox, pusher, frames, code):
+    from simpatterns.detectors.contract import Candidate
+
+    source = DECLARING.replace("PUSHER", pusher).replace("FRAMES", frames)
+    decl = Candidate.parse(source).declarations
+    res = sandbox.evaluate(source, "shove", decl.params, body_params=decl.body_params, duration=decl.duration)
+    assert (res.reason.code if res.reason else None) == code, res.reason
+    if code == R.UNKNOWN_OBJECT:
+        assert "pusher='nobody'" in res.reason.detail
+    # the contract's defaults, when nothing is declared: object and object_* name bodies, frames make intervals
+    default = sandbox.evaluate(source, "shove", decl.params)
+    assert default.reason is not None and default.reason.code == R.UNKNOWN_OBJECT, default.reason
+    assert "object_note='not a body'" in default.reason.detail
+
+
+def test_both_sides_of_the_boundary_check_the_declared_bodies():
+    from simpatterns.evolve.forkserver import check_events
+    from simpatterns.evolve.sandbox import check_plain_events
+
+    names = {"ground", "red ball"}
+    params = frozenset({"object", "pusher", "frames"})
+    good = [[1, {"object": "red ball", "pusher": "ground", "frames": 2}]]
+    bad = [[1, {"object": "red ball", "pusher": "moon", "frames": 2}]]
+    for bodies, events, code in [(frozenset({"object", "pusher"}), bad, R.UNKNOWN_OBJECT),
+                                 (frozenset({"object"}), bad, None), (None, bad, None),  # default: object only
+                                 (frozenset({"object", "pusher"}), good, None)]:
+        plain = check_plain_events(events, 10, params, names, 100, 0, bodies, interval=True)
+        child = check_events([tuple(e) for e in events], "shove", 10, params, names, 100, 0, bodies, True)
+        assert (plain.code if isinstance(plain, R.Reason) else None) == code
+        assert (child["reason"] if isinstance(child, dict) else None) == code
+    short = [[1, {"object": "red ball", "pusher": "ground", "frames": 0}]]
+    assert check_plain_events(short, 10, params, names, 100, 0, interval=True).code == R.INVALID_EVENTS
+    assert check_events([tuple(e) for e in short], "shove", 10, params, names, 100, 0, None, True)["reason"] == \
+        R.INVALID_EVENTS
+    assert check_plain_events(short, 10, params, names, 100, 0) == [(1, short[0][1])]
+
+
 def test_isolation_facts(sandbox):
     info = sandbox.info
     if os.geteuid() == 0:
