@@ -32,10 +32,10 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.discovery import DiscoveryJob
 from simpatterns.evolve.fitness import FitnessContext, events_hash
-from simpatterns.evolve.gate import count_lines
+from simpatterns.detectors.contract import count_lines
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import OfflineProposer
-from simpatterns.evolve.sandbox import Sandbox
+from simpatterns.sandbox.pool import Sandbox
 from simpatterns.simulators.phyre import get_template, simulate
 
 TRIVIAL = '''import numpy as np

@@ -85,7 +85,7 @@ def discover_cmd(
     from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.evolve.sandbox import SandboxError
+    from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.reasons import Reason
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Reason
 
 
 @dataclass

@@ -49,16 +49,16 @@ from simpatterns.annotate import distances as dist
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Detector, normalize_label, source_hash
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.database import Program, ProgramsDatabase
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
-from simpatterns.evolve.gate import check_candidate, count_lines
+from simpatterns.sandbox.gate import check_candidate, count_lines
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt, skeleton, trace_api
 from simpatterns.evolve.proposers import OfflineProposer, Proposal
-from simpatterns.evolve.reasons import Reason, Rejected
+from simpatterns.sandbox.reasons import Reason, Rejected
 from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
-from simpatterns.evolve.sandbox import Sandbox, SandboxError
+from simpatterns.sandbox.pool import Sandbox, SandboxError
 from simpatterns.trace import Trace
 
 # stream ids for the per-sample generators
@@ -751,7 +751,7 @@ def _relabel(source: str, spec: LabelSpec) -> str:
     """A seed program under the label's PATTERN and DESCRIPTION (other constants kept)."""
     import ast
 
-    from simpatterns.evolve.gate import AST_LOCK
+    from simpatterns.detectors.contract import AST_LOCK
 
     with AST_LOCK:
         tree = ast.parse(source)

@@ -24,8 +24,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Rejected
 from simpatterns.trace import Trace
 
 SYSTEM_PROMPT = """You write pattern detectors for physics simulation traces.
@@ -173,7 +173,7 @@ def skeleton(spec: LabelSpec) -> str:
 
 def build_prompt(*args: Any, **kwargs: Any) -> Prompt:
     """See `_build_prompt` (parsing holds the evolver's AST lock)."""
-    from simpatterns.evolve.gate import AST_LOCK
+    from simpatterns.detectors.contract import AST_LOCK
 
     with AST_LOCK:
         return _build_prompt(*args, **kwargs)
@@ -285,7 +285,7 @@ def extract_code(text: str) -> str:
 
 def assemble(text: str, prompt: Prompt, spec: LabelSpec) -> str:
     """See `_assemble` (parsing holds the evolver's AST lock)."""
-    from simpatterns.evolve.gate import AST_LOCK
+    from simpatterns.detectors.contract import AST_LOCK
 
     with AST_LOCK:
         return _assemble(text, prompt, spec)

@@ -19,10 +19,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.mutation import crossover, mutate
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, assemble
-from simpatterns.evolve.reasons import Reason, Rejected
+from simpatterns.sandbox.reasons import Reason, Rejected
 
 
 @dataclass
@@ -52,7 +52,7 @@ class OfflineProposer:
         self.flip_probability = flip_probability
 
     async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
-        from simpatterns.evolve.gate import AST_LOCK
+        from simpatterns.detectors.contract import AST_LOCK
 
         with AST_LOCK:
             return self.propose_sync(versions, seed)

@@ -9,7 +9,7 @@ from simpatterns.annotation import PatternEvent
 from simpatterns.detectors import PatternLibrary
 from simpatterns.dsl import RewardProgram, check, compile_program
 from simpatterns.evolve.discovery import evolved_detector
-from simpatterns.evolve.gate import check_candidate
+from simpatterns.sandbox.gate import check_candidate
 
 BODIES = ["ground", "red ball", "green ball", "purple box"]
 

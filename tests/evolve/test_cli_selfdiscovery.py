@@ -13,7 +13,7 @@ from simpatterns.evolve.discovery import DiscoveryJob, parse_proposed_labels
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import LLMProposer
 from simpatterns.evolve.runlog import RunLog
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 

@@ -17,14 +17,14 @@ from evolve_fixtures import alive, processes_mentioning
 from evolve_hostile import CORPUS, program
 
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.config import EvolveConfig, load_labels
 from simpatterns.evolve.discovery import DiscoveryJob, JobError
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.report import build_report
 from simpatterns.evolve.runlog import RunLog
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 

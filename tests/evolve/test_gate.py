@@ -2,10 +2,10 @@
 
 import pytest
 
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.detectors.contract import Candidate
-from simpatterns.evolve.gate import check_candidate, check_candidate_tree
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.sandbox.gate import check_candidate, check_candidate_tree
+from simpatterns.sandbox.reasons import Rejected
 
 HEAD = '''import numpy as np
 PATTERN = "probe"

@@ -6,12 +6,12 @@ import asyncio
 import numpy as np
 import pytest
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.gate import check_candidate
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.gate import check_candidate
 from simpatterns.evolve.mutation import crossover, find_sites, mutate
 from simpatterns.evolve.prompt import LabelSpec, Version, assemble, build_prompt, skeleton, trace_api
 from simpatterns.evolve.proposers import OfflineProposer
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.sandbox.reasons import Rejected
 
 SPEC = LabelSpec("fast mover", "A body moves faster than a threshold.", params=["object"])
 V0 = skeleton(SPEC)

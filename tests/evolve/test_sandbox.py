@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.sandbox import Sandbox, SandboxLimits, scrubbed_env
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.pool import Sandbox, SandboxLimits, scrubbed_env
 
 from evolve_fixtures import alive
 from evolve_hostile import CORPUS, program
@@ -96,8 +96,8 @@ def test_events_are_checked_against_what_the_candidate_declares(sandbox, pusher,
 
 
 def test_both_sides_of_the_boundary_check_the_declared_bodies():
-    from simpatterns.evolve.forkserver import check_events
-    from simpatterns.evolve.sandbox import check_plain_events
+    from simpatterns.sandbox.events import check_events
+    from simpatterns.sandbox.events import check_plain_events
 
     names = {"ground", "red ball"}
     params = frozenset({"object", "pusher", "frames"})
