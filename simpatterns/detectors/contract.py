@@ -155,6 +155,12 @@ class Declarations:
             duration=duration,
         )
 
+    @classmethod
+    def from_constants(cls, values: dict[str, Any], where: str | dict[str, str] = "<detector>") -> "Declarations":
+        """`make` from a module's constants as written (`Candidate.constants`)."""
+        return cls.make(values["PATTERN"], values["DESCRIPTION"], values["DEPENDS"], values["PARAMS"],
+                        values.get("BODY_PARAMS"), values.get("DIRECTED"), values.get("DURATION"), where)
+
     @property
     def interval(self) -> bool:
         return self.duration == "interval"
@@ -254,6 +260,9 @@ class Candidate:
     num_lines: int
     source_hash: str
     filename: str = "<candidate>"
+    # the module constants as written (PATTERN ... PARAMS and the optional ones it sets):
+    # what a prompt shows of it, where `declarations` has defaults filled in
+    constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, source: str, filename: str = "<candidate>") -> "Candidate":
@@ -267,9 +276,8 @@ class Candidate:
         values, lines = _declared_values(tree, filename)
         where = {name: f"{filename}:{line}" for name, line in lines.items()}
         where[""] = filename
-        decl = Declarations.make(values["PATTERN"], values["DESCRIPTION"], values["DEPENDS"], values["PARAMS"],
-                                 values.get("BODY_PARAMS"), values.get("DIRECTED"), values.get("DURATION"), where)
-        return cls(source, tree, decl, count_lines(source), source_hash(source), filename)
+        decl = Declarations.from_constants(values, where)
+        return cls(source, tree, decl, count_lines(source), source_hash(source), filename, values)
 
     @property
     def pattern(self) -> str:
@@ -317,9 +325,7 @@ def declared_names(source: str, filename: str = "<detector>") -> dict[str, Any]:
     """The literal values of the module constants (``PATTERN`` ... ``PARAMS`` and the optional
     ones it sets) without executing anything; raises `DetectorError` for syntax errors,
     missing or malformed names."""
-    cand = Candidate.parse(source, filename)
-    values, _ = _declared_values(cand.tree, filename)
-    return values
+    return dict(Candidate.parse(source, filename).constants)
 
 
 def check_imports(candidate: Candidate | str, filename: str = "<detector>") -> None:

@@ -151,17 +151,16 @@ def discover_cmd(
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
         table.add_column(col)
     for rec in job.state.done:
-        prog = rec.get("program") or {}
-        scored = "correlation" in (prog.get("parts") or {})
-        fit = prog.get("fitness") if scored else None
-        gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5f}"
-        table.add_row(escape(rec["label"]), str(rec["samples"]), "yes" if rec["accepted"] else "no",
-                      "-" if fit is None else f"{fit:.5f}", gain, escape(rec.get("why") or ""))
+        scored = rec.program is not None and "correlation" in rec.program.parts
+        fit = rec.program.fitness if scored and rec.program is not None else None
+        gain = "-" if fit is None else f"{fit - rec.baseline:+.5f}"
+        table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
+                      "-" if fit is None else f"{fit:.5f}", gain, escape(rec.why or ""))
     console.print(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
                                                                                key=lambda kv: -kv[1])))
-    accepted = sum(1 for r in job.state.done if r["accepted"])
+    accepted = sum(1 for r in job.state.done if r.accepted)
     console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
                   f"simpatterns evolve report {escape(str(rdir))}")
 
@@ -170,16 +169,17 @@ def discover_cmd(
 def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run directory.")]) -> None:
     """Fitness curves per island (PNG), accepted programs and rejection reasons of a run."""
     from simpatterns.evolve.report import build_report
+    from simpatterns.evolve.runlog import RunLogError
 
     try:
         report = build_report(run_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RunLogError) as exc:
         _fail(str(exc))
     table = Table(title=f"run {run_dir}")
     for col in ("label", "samples", "accepted", "best fitness", "registered", "plot"):
         table.add_column(col)
     for lab in report.labels:
-        fit = (lab.best or {}).get("fitness")
+        fit = lab.best.fitness if lab.best is not None else None
         table.add_row(escape(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
                       escape(str(lab.plot)) if lab.plot else "-")
