@@ -38,7 +38,6 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -55,7 +54,7 @@ from simpatterns.evolve.growth import LibraryState
 from simpatterns.evolve.prompt import LabelSpec, skeleton, trace_api
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.records import JobDone, LabelDone, LabelStart, ProposedLabels, Record, RoundEnd
-from simpatterns.evolve.rounds import Evaluator, Outcome, plan_round, run_round, sample_record
+from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, sample_record
 from simpatterns.evolve.runlog import RunLog
 from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job

@@ -11,7 +11,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from simpatterns.evolve.database import Program
 from simpatterns.evolve.records import LabelDone, LabelStart, RecordError, Sample, record_from_json
