@@ -36,6 +36,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from simpatterns.annotate.phases import (
     TRACE_ERROR_KEY,
+    Phase,
     TraceState,
     guarded_view,
     needed_labels,
@@ -156,9 +157,9 @@ def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str]) -
 
 
 def _trusted_phase_item(library: PatternLibrary, job: tuple[Any, ...]) -> tuple[dict, dict, dict]:
-    """One trusted phase on one trace of a batch, given what earlier phases produced;
-    returns what it added (in a worker, or in this process). A path is read again here
-    (it was read fine in the parent): smaller to send than the trace."""
+    """One trusted phase on one trace of a batch, in a worker, given what earlier phases
+    produced; returns what it added. A path is read again here (it was read fine in the
+    parent): smaller to send than the trace."""
     item, trace_id, labels, events, errors = job
     state = TraceState(_load(item), trace_id, dict(events), {}, dict(errors))
     run_trusted_phase(state, library, labels)
@@ -204,7 +205,7 @@ def _run(items: list[Trace | str], ids: list[str], library: PatternLibrary, work
             yield from _batched(items, ids, library, phases, executor, on_error, policy)
 
 
-def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, phases: list[tuple[bool, list[str]]],
+def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, phases: list[Phase],
              executor: Executor, on_error: str, policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
     """Batches of traces through every phase: trusted ones over the executor, untrusted
     ones in the sandbox from this process; a batch's annotations in input order."""
@@ -228,11 +229,12 @@ def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, 
             if not trusted:
                 run_untrusted_phase([states[i] for i in index], library, phase_labels, policy)
                 continue
+            if executor.workers <= 1 or len(index) == 1:  # here, on the traces already loaded
+                for i in index:
+                    run_trusted_phase(states[i], library, phase_labels)
+                continue
             needed = needed_labels(library, phase_labels)
             jobs = [(items[i], ids[i], phase_labels, *states[i].given(needed)) for i in index]
-            if len(jobs) == 1:  # not worth a worker: run it here
-                states[index[0]].merge(*_trusted_phase_item(library, jobs[0]))
-                continue
             for k, added in executor.imap(_trusted_phase_item, jobs):
                 states[index[k]].merge(*added)
         for i in batch:
