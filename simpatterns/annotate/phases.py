@@ -61,8 +61,9 @@ def needed_labels(library: PatternLibrary, labels: Iterable[str]) -> set[str]:
     return {d for k in inside for d in library.get(k).depends if d not in inside}
 
 
-def trace_name(trace: Trace) -> str:
-    """How errors name a trace that has no id: its template, variant and action."""
+def describe_trace(trace: Trace, decimals: int = 3) -> str:
+    """A trace by its template, variant and action (``decimals`` per coordinate); "" when
+    its meta has none of them. How errors (and plot titles) name a trace without an id."""
     meta = trace.meta
     parts = []
     if meta.get("template"):
@@ -70,8 +71,8 @@ def trace_name(trace: Trace) -> str:
     if meta.get("variant") is not None:
         parts.append(f"variant {meta['variant']}")
     if meta.get("action") is not None:
-        parts.append("action (" + ", ".join(f"{v:.3f}" for v in meta["action"]) + ")")
-    return ", ".join(parts) or "<trace>"
+        parts.append("action (" + ", ".join(f"{v:.{decimals}f}" for v in meta["action"]) + ")")
+    return ", ".join(parts)
 
 
 def guarded_view(trace: Trace) -> Trace:
@@ -98,7 +99,7 @@ class TraceState:
 
     @property
     def name(self) -> str:
-        return self.trace_id or trace_name(self.trace)
+        return self.trace_id or describe_trace(self.trace) or "<trace>"
 
     @property
     def guarded(self) -> Trace:
