@@ -51,6 +51,7 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.database import Program, ProgramsDatabase
+from simpatterns.evolve.evidence import TraceSalience
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
 from simpatterns.evolve.gate import check_candidate, count_lines
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt, skeleton, trace_api
@@ -293,6 +294,7 @@ class DiscoveryJob:
         self._fitness: FitnessContext | None = None
         self._fitness_label: str | None = None
         self._D_T: np.ndarray | None = None
+        self._salience: TraceSalience | None = None
         self._api = trace_api()
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
@@ -457,11 +459,14 @@ class DiscoveryJob:
         if self._fitness is not None and self._fitness_label == label:
             return self._fitness
         assert self.lib is not None
-        if self._D_T is None:
+        if self.config.fitness.kind == "paper" and self._D_T is None:
             cache = str(self.log.dir / "cache") if self.config.trace_distance_cache else None
             self._D_T = dist.trace_distance_matrix(self.traces, cache)
+        if self.config.fitness.kind == "evidence" and self._salience is None:
+            self._salience = TraceSalience(self.traces)
         sub = self.lib.without(label)
-        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness, trace_distances=self._D_T)
+        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness,
+                                       trace_distances=self._D_T, salience=self._salience)
         self._fitness_label = label
         return self._fitness
 
@@ -675,14 +680,14 @@ class DiscoveryJob:
         best = cur.db.best()
         accepted = False
         why = note
-        if best is None or best.parts.get("rejected") is not None or "correlation" not in best.parts:
+        if best is None or best.parts.get("rejected") is not None or "gain" not in best.parts:
             why = why or "no program scored"
         elif cur.replaces and cur.incumbent is not None and best.fitness <= cur.incumbent:
             why = why or f"nothing beat the library's current detector (fitness {cur.incumbent:.5f})"
         elif not ctx.accepts(FitnessParts(**{k: v for k, v in best.parts.items()
                                               if k in FitnessParts.__dataclass_fields__})):
             why = why or (f"best gain {best.fitness - ctx.baseline:+.5f} does not exceed "
-                          f"theta {self.config.fitness.theta:g}")
+                          f"theta {ctx.config.theta:g}")
         else:
             accepted = True
         rec: dict[str, Any] = {"type": "label_done", "label": cur.spec.label, "index": cur.index,

@@ -406,3 +406,34 @@ def per_pattern_table(results: Sequence[PatternResult], size: str) -> str:
         cells = [("-" if r.auc(f) is None else f"{r.auc(f):.2f}") for f in fams]
         lines.append(f"| {r.label} | " + " | ".join(cells) + f" | {r.rank()}/{r.total()} |")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ recovery
+def mistune(source: str, factor: float) -> str:
+    """``source`` with every named module-level numeric constant multiplied by ``factor``
+    (integers rounded, at least 1): a deliberately mis-tuned seed for a discovery run."""
+    from simpatterns.evolve.mutation import _format, apply_edits, find_sites
+
+    edits = []
+    for s in find_sites(source):
+        if s.name and s.value:
+            was_int = "." not in s.text and "e" not in s.text.lower()
+            value = max(1, int(round(s.value * factor))) if was_int else s.value * factor
+            edits.append((s, _format(value, was_int)))
+    return apply_edits(source, edits)
+
+
+def acceptance_table(results: Sequence[PatternResult]) -> str:
+    """Rows: library sizes; columns: the fraction of correct detectors and of each family's wrong
+    detectors that the context accepts (at its theta)."""
+    sizes = list(dict.fromkeys(r.size for r in results))
+    fams = [f for f in FAMILIES if any(r.wrong.get(f) for r in results)]
+    lines = ["| base library | correct | " + " | ".join(fams) + " |", "|" + "---|" * (len(fams) + 2)]
+    for s in sizes:
+        rs = [r for r in results if r.size == s]
+        row = [s, f"{np.mean([r.accepted for r in rs]):.0%}"]
+        for f in fams:
+            oks = [ok for r in rs for _, _, ok in r.wrong.get(f, [])]
+            row.append(f"{np.mean(oks):.0%}" if oks else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
