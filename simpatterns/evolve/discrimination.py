@@ -61,7 +61,7 @@ RANDOM_SOURCE_LINES = 9  # a random detector is a short program
 class Context(Protocol):
     def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int) -> Any: ...
 
-    def accepts(self, parts: Any) -> bool: ...
+    def accepts(self, parts: Any) -> bool: ...  # a context may also have acceptance_problems(events) -> list
 
 
 ContextFactory = Callable[[dict[str, list[EventList]], dict[str, float]], Context]
@@ -138,7 +138,8 @@ def random_times(correct: Sequence[EventList], traces: Sequence[Trace], rng: np.
     out = []
     for evs, t in zip(correct, traces):
         frames = np.sort(rng.integers(0, t.num_frames, len(evs)))
-        out.append([(int(f), dict(p)) for f, (_, p) in zip(frames, evs)])
+        order = rng.permutation(len(evs))  # params in random order: sorted frames would follow the true order
+        out.append([(int(f), dict(evs[int(k)][1])) for f, k in zip(frames, order)])
     return out
 
 
@@ -319,7 +320,10 @@ def evaluate(cases: Sequence[Case], annotations: Sequence[Annotation], library: 
 
             def score(d: Detection) -> tuple[float, bool]:
                 v, ok, parts = _value(ctx.score(d.events, None, d.lines))
-                return v, bool(ok and ctx.accepts(parts))
+                ok = bool(ok and ctx.accepts(parts))
+                if ok and hasattr(ctx, "acceptance_problems"):
+                    ok = not ctx.acceptance_problems(d.events)
+                return v, ok
 
             c_val, c_ok = score(case.correct)
             res = PatternResult(case.label, size, c_val, c_ok)

@@ -66,6 +66,7 @@ MERGE_S = 0.25  # events of one body closer than this are one episode
 WINDOW_S = 1 / 12  # speed before / after a frame: 5 frames at 60 Hz
 POOL_FRAMES = 1  # impulse features are max-pooled over +-1 frame
 PLACE_BINS = 64
+CHECK_SHIFTS_S = (0.25, 1.5)  # acceptance: time shifts tried, both ways
 FEATURES = ("speed change", "contact change", "log speed ratio")
 
 
@@ -100,7 +101,7 @@ class TraceSalience:
         if not traces:
             raise ValueError("evidence fitness needs traces")
         self.n = len(traces)
-        dt = traces[0].dt
+        self.dt = dt = traces[0].dt
         self.merge = max(1, int(round(MERGE_S / dt)))
         window = max(1, int(round(WINDOW_S / dt)))
         vocab: dict[str, int] = {}
@@ -159,6 +160,15 @@ class TraceSalience:
         self.S = raw.reshape(-1, len(FEATURES))
         self.valid = valid.ravel()
         self.units = int(self.valid.sum())
+        S64 = self.S.astype(np.float64)
+        self.cov = S64.T @ S64 / max(self.units, 1)
+        # covariance of two different bodies' features at the same frame: an event naming k moving
+        # bodies is k correlated units (a collision moves both), not k independent draws
+        frame_sum = raw.sum(1, dtype=np.float64)  # [N, H, d]
+        bodies = valid.sum(1).astype(np.float64)  # [N, H]
+        pairs = float((bodies * (bodies - 1)).sum())
+        same = np.einsum("nhd,nhe->de", frame_sum, frame_sum) - S64.T @ S64
+        self.cov_pair = same / pairs if pairs > 0 else np.zeros_like(self.cov)
         self.group_frames = np.maximum(valid.reshape(self.n * V, H).sum(-1), 1).astype(np.float64)
         # place: per (body, axis) bins over the body's range, and the null histogram
         flat = pos.reshape(-1, D)
@@ -177,8 +187,10 @@ class TraceSalience:
         self.place_null = (self.place_null + 0.5) / (self.place_null + 0.5).sum(-1, keepdims=True)
 
     # ------------------------------------------------------------------ events
-    def episodes(self, events: Sequence[EventList]) -> np.ndarray:
-        """Sorted unit ids of the episodes of a detector's events (see the module docstring)."""
+    def episodes(self, events: Sequence[EventList], other_bodies: bool = False) -> np.ndarray:
+        """Sorted unit ids of the episodes of a detector's events (see the module docstring).
+        ``other_bodies``: the same frames on the moving bodies each event does *not* name (events
+        naming no body are left out): the units of the body check."""
         if len(events) != self.n:
             raise ValueError(f"events for {len(events)} traces, expected {self.n}")
         V, H = self.V, self.H
@@ -191,21 +203,40 @@ class TraceSalience:
             every = [(i * V + v) * H for v in cols.values()]
             for f, params in evs:
                 named = False
+                mine = []
                 for val in params.values():
                     for x in (val,) if isinstance(val, str) else (val if isinstance(val, (list, tuple)) else ()):
                         if isinstance(x, str) and x in names:
                             named = True
                             v = cols.get(x)
                             if v is not None:
-                                ids.append((i * V + v) * H + f)
-                if not named:
+                                mine.append((i * V + v) * H + f)
+                if other_bodies:
+                    if named:
+                        ids.extend(g + f for g in every if g + f not in mine)
+                elif named:
+                    ids.extend(mine)
+                else:
                     ids.extend(g + f for g in every)
-        if not ids:
+        return self.merge_units(np.asarray(ids, dtype=np.int64))
+
+    def merge_units(self, ids: np.ndarray) -> np.ndarray:
+        """Unique, sorted, and episodes of one body closer than ``merge`` frames kept at their first frame."""
+        if ids.size == 0:
             return np.zeros(0, dtype=np.int64)
-        u = np.unique(np.asarray(ids, dtype=np.int64))
+        u = np.unique(ids)
+        H = self.H
         keep = np.ones(u.size, dtype=bool)
         keep[1:] = (u[1:] // H != u[:-1] // H) | (u[1:] - u[:-1] > self.merge)
         return u[keep]
+
+    def shift_units(self, u: np.ndarray, frames: int) -> np.ndarray:
+        """The units moved by ``frames`` within their trace; those falling off it are dropped."""
+        f = u % self.H + frames
+        moved = u + frames
+        ok = (f >= 0) & (f < self.H)
+        moved = moved[ok]
+        return self.merge_units(moved[self.valid[moved]])
 
     def place_z(self, u: np.ndarray) -> float:
         """G-test of the episodes' positions against each body's positions over all frames."""
@@ -237,7 +268,8 @@ class EvidenceContext:
         self.lib_units = [u for u in lib if u.size]
         L = len(self.lib_units)
         # own regression: S is centred per group already, so its covariance is S'S / units
-        self.W_own = _whitener(S.T @ S / units)
+        self.cov_own = sal.cov
+        self.W_own = _whitener(sal.cov)
         if L:
             G = np.zeros((groups, L))  # episodes per (trace, body) and pattern
             XtS = np.zeros((L, S.shape[1]))
@@ -251,38 +283,82 @@ class EvidenceContext:
             XtX -= G.T @ self.G_scaled  # the indicators centred per (trace, body), as S is
             self.XtX_inv = np.linalg.pinv(XtX)
             self.A = self.XtX_inv @ XtS
-            resid = S.T @ S - XtS.T @ self.A
-            self.W_new = _whitener(resid / units)
+            self.cov_new = (S.T @ S - XtS.T @ self.A) / units
         else:
-            self.W_new = self.W_own
+            self.cov_new = self.cov_own
 
-    def _t(self, u: np.ndarray, given_library: bool) -> np.ndarray:
+    def _q(self, u: np.ndarray, given_library: bool) -> tuple[float, int, np.ndarray]:
+        """(Q, dof, sum of the features at the episodes): ``Q = s' V^-1 s / c'c`` with ``V`` the
+        null covariance of one episode, chi-square with ``dof`` degrees of freedom by chance."""
         sal = self.sal
         cg = np.bincount(u // sal.H, minlength=sal.n * sal.V).astype(np.float64)
         ctc = u.size - float((cg * cg / sal.group_frames).sum())
         cts = sal.S[u].sum(0, dtype=np.float64)
-        W = self.W_own
+        own = cts
+        cov = self.cov_own
         if given_library and self.lib_units:
             b = np.array([_count_in(lu, u) for lu in self.lib_units], dtype=np.float64) - self.G_scaled.T @ cg
             ctc -= float(b @ self.XtX_inv @ b)
             cts = cts - b @ self.A
-            W = self.W_new
+            cov = self.cov_new
         if ctc <= 1e-9:
-            return np.zeros(cts.shape)
-        return (cts @ W) / math.sqrt(ctc)
+            return 0.0, cts.size, own
+        # episodes sharing a frame (one event on several bodies) add their same-frame covariance
+        frame = (u // (sal.V * sal.H)) * sal.H + u % sal.H
+        m = np.unique(frame, return_counts=True)[1].astype(np.float64)
+        cov = cov + (float((m * (m - 1)).sum()) / u.size) * sal.cov_pair
+        w, vecs = np.linalg.eigh(cov)
+        keep = w > 1e-12 * max(float(w.max()), 1e-300)
+        proj = cts @ vecs[:, keep]
+        return float((proj * proj / w[keep]).sum() / ctc), int(keep.sum()), own
 
     def score(self, events: Sequence[EventList]) -> EvidenceParts:
         u = self.sal.episodes(events)
         if u.size == 0:
             return EvidenceParts(0.0, 0.0, 0.0, 0.0, 0, (0.0,) * self.sal.n)
-        t_own = self._t(u, False)
-        dynamics = wilson_hilferty(float(t_own @ t_own), t_own.size)
-        t_new = self._t(u, True) if self.lib_units else t_own
-        new = wilson_hilferty(float(t_new @ t_new), t_new.size)
+        q_own, dof, total = self._q(u, False)
+        dynamics = wilson_hilferty(q_own, dof)
+        new = wilson_hilferty(*self._q(u, True)[:2]) if self.lib_units else dynamics
         place = self.sal.place_z(u)
         own = max(dynamics, place)
         evidence = math.sqrt(max(own, 0.0) * max(new, 0.0))
-        return EvidenceParts(evidence, dynamics, place, new, int(u.size), self._signature(u, t_own))
+        return EvidenceParts(evidence, dynamics, place, new, int(u.size), self._signature(u, total @ self.W_own))
+
+    def own(self, u: np.ndarray) -> float:
+        """``max(dynamics, place)`` of a set of units: the evidence that does not involve the library."""
+        if u.size == 0:
+            return 0.0
+        return max(wilson_hilferty(*self._q(u, False)[:2]), self.sal.place_z(u))
+
+    def checks(self, events: Sequence[EventList], time_margin: float, body_margin: float) -> list[str]:
+        """What makes a detector's events look misplaced (empty when none): its own evidence would grow
+        by more than ``time_margin`` standard deviations if every event moved by the same time shift
+        (`CHECK_SHIFTS_S` both ways, every 2 frames: the best of ~76 shifts, hence a wider margin), or
+        by more than ``body_margin`` if its events named the other moving bodies at the same frames
+        instead of their own. For acceptance, not for ranking (it costs about 80 scorings)."""
+        sal = self.sal
+        u = sal.episodes(events)
+        if u.size == 0:
+            return []
+        base = self.own(u)
+        out = []
+        lo, hi = (max(1, int(round(x / sal.dt))) for x in CHECK_SHIFTS_S)
+        best, best_lag = -math.inf, 0
+        for lag in range(lo, hi + 1, 2):
+            for sign in (-1, 1):
+                v = self.own(sal.shift_units(u, sign * lag))
+                if v > best:
+                    best, best_lag = v, sign * lag
+        if best > base + time_margin:
+            out.append(f"mistimed: moving every event by {best_lag * sal.dt:+.2f} s raises its evidence from "
+                       f"{base:.1f} to {best:.1f} sd")
+        others = sal.episodes(events, other_bodies=True)
+        if others.size:
+            o = self.own(others)
+            if o > base + body_margin:
+                out.append(f"wrong bodies: the other moving bodies at its frames show more ({o:.1f} sd) than "
+                           f"the bodies it names ({base:.1f} sd)")
+        return out
 
     def _signature(self, u: np.ndarray, t_own: np.ndarray) -> tuple[float, ...]:
         """Per trace: the candidate's whitened feature sum at its episodes on that trace, projected

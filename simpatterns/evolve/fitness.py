@@ -115,6 +115,9 @@ class FitnessConfig:
     divergence: str = "cross-entropy"  # paper: the paper's; "jeffreys" makes identical annotations 0 apart
     signature_decimals: int = 1  # rounding of the per-trace score signature (database clusters)
     time_resolution: float = 0.05  # time penalty is rounded to this step (timings are noisy)
+    checks: bool = True  # evidence: acceptance also checks the events' timing and bodies (`acceptance_problems`)
+    mistimed_margin: float = 6.0  # evidence: reject when a common time shift adds more sd than this
+    wrong_bodies_margin: float = 3.0  # evidence: reject when the other moving bodies show this many sd more
 
     def __post_init__(self) -> None:
         if self.kind not in FITNESS_KINDS:
@@ -329,7 +332,21 @@ class FitnessContext:
         return self.library_correlation if self.config.theta_baseline == "library" else 0.0
 
     def accepts(self, parts: "FitnessParts") -> bool:
+        """The threshold test: ``fitness - baseline > theta``."""
         return parts.fitness - self.baseline > self.config.theta
+
+    def acceptance_problems(self, events: Sequence[EventList]) -> list[str]:
+        """Why the events of a detector that clears theta should still not be accepted (empty: accept).
+
+        Evidence kind with ``checks``: the events are misplaced in time (a common shift of every
+        event would raise their evidence by more than ``mistimed_margin`` sd) or attributed to the
+        wrong bodies (the other moving bodies at the same frames show ``wrong_bodies_margin`` sd
+        more). Both are above chance, so theta alone cannot reject them; the checks cost about 80
+        scorings, once per label. The paper kind has no checks."""
+        cfg = self.config
+        if cfg.kind != "evidence" or not cfg.checks:
+            return []
+        return self.evidence.checks(events, cfg.mistimed_margin, cfg.wrong_bodies_margin)
 
     # -------------------------------------------------------------- score
     def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int,
