@@ -675,6 +675,18 @@ class DiscoveryJob:
         return Outcome(parts=scored, lines=info.num_lines, wall_s=time.perf_counter() - t0)
 
     # ------------------------------------------------------------ acceptance
+    def _acceptance_problems(self, ctx: FitnessContext, source: str, spec: LabelSpec) -> list[str]:
+        """The fitness's event checks on the best program (`FitnessContext.acceptance_problems`):
+        its events come from the sandbox again, once per label (they are not kept per sample)."""
+        if ctx.config.kind != "evidence" or not ctx.config.checks:
+            return []
+        assert self.sandbox is not None
+        info = check_candidate(source, spec.label, list(ctx.patterns), max_lines=2000, safety=self.config.gate)
+        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        if not res.ok or res.events is None:
+            return [f"the best program failed when run again: {res.reason.short() if res.reason else '?'}"]
+        return ctx.acceptance_problems(res.events)
+
     async def _finish_label(self, cur: LabelState, executor: ThreadPoolExecutor, note: str = "") -> None:
         ctx = self._fitness_for(cur.spec.label)
         best = cur.db.best()
@@ -689,7 +701,12 @@ class DiscoveryJob:
             why = why or (f"best gain {best.fitness - ctx.baseline:+.5f} does not exceed "
                           f"theta {ctx.config.theta:g}")
         else:
-            accepted = True
+            loop = asyncio.get_running_loop()
+            problems = await loop.run_in_executor(executor, self._acceptance_problems, ctx, best.source, cur.spec)
+            if problems:
+                why = why or "; ".join(problems)
+            else:
+                accepted = True
         rec: dict[str, Any] = {"type": "label_done", "label": cur.spec.label, "index": cur.index,
                                "accepted": accepted, "why": why, "samples": cur.samples,
                                "self_discovered": cur.spec.self_discovered, "elapsed_s": self._elapsed(),
