@@ -163,9 +163,9 @@ def discover_cmd(
         prog = rec.get("program") or {}
         scored = "gain" in (prog.get("parts") or {})
         fit = prog.get("fitness") if scored else None
-        gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5f}"
+        gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5g}"
         table.add_row(escape(rec["label"]), str(rec["samples"]), "yes" if rec["accepted"] else "no",
-                      "-" if fit is None else f"{fit:.5f}", gain, escape(rec.get("why") or ""))
+                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.get("why") or ""))
     console.print(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),

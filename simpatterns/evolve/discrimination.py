@@ -6,15 +6,16 @@ each with base libraries of several sizes:
 
 - ``random``: random frames, no params, a Poisson number of events per trace
   with the correct detector's mean (plus one) — the check of the issue;
-- ``random times``: the correct events (params included, so the same bodies and
-  counts per trace) moved to uniformly random frames;
+- ``random times``: the correct events' params (so the same bodies and counts
+  per trace), in random order, at uniformly random frames;
 - ``shifted``: every event moved by the same offset (±0.5 s, ±1 s), events
   falling off the trace dropped;
 - ``wrong bodies``: the right frames, every body named in the params replaced
   by another body of the trace (patterns that name no body have none);
-- ``mis-tuned``: the offline proposer's mutations of the detector's thresholds
-  and comparisons (chained up to three steps), kept when their events differ
-  from the correct ones (event F1 below ``MISTUNED_MAX_F1``);
+- ``mis-tuned``: the offline proposer's value operator on the detector's numeric
+  constants (log-normal, its escape step sigma = 1, chained up to three times),
+  kept when their events differ from the correct ones (event F1 below
+  ``MISTUNED_MAX_F1``) and are not degenerate;
 - ``library copy``: the events of a pattern already in the base library (a
   redundant detector);
 - ``other label`` (reported, not a target): another benchmark pattern's
@@ -29,9 +30,11 @@ library minus the pattern and its dependents).
 Per family and size it reports the AUC (the fraction of (correct, wrong) pairs
 the correct detector wins, ties half), the worst pattern's AUC, the median
 rank of the correct detector among its wrong ones, and the fraction of wrong
-and correct detectors the context `accepts`. The fitness is anything with the
-`FitnessContext` interface (``score(events, times, lines)``, ``accepts``),
-built by a factory from the base library's events and times.
+and correct detectors the context accepts (``accepts`` and, when it has one,
+``acceptance_problems``). The fitness is anything with the `FitnessContext`
+interface (``score(events, times, lines)``, ``accepts``), built by a factory
+from the base library's events and times. `mistune` makes the deliberately
+mis-tuned seeds of ``benchmarks/fitness_recovery.py``.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ acceptance are in `simpatterns.evolve.fitness`.
 
 Cost: the per-(trace, body, frame) features and the library's regression are
 computed once per (traces, library); a candidate costs one pass over its
-events plus ``O(n L)`` lookups.
+events plus ``O(n log m)`` lookups, elementwise numpy only (a multi-threaded
+BLAS makes tiny products very slow on a loaded machine, see docs/evolve.md).
 """
 
 from __future__ import annotations
@@ -111,7 +112,10 @@ class TraceSalience:
                     vocab.setdefault(name, len(vocab))
         self.vocab = vocab
         self.body_cols = [{name: vocab[name] for name, dyn in zip(t.names, t.dynamic_mask) if dyn} for t in traces]
-        self.names = [frozenset(t.names) for t in traces]
+        V, H = max(1, len(vocab)), max(t.num_frames for t in traces)
+        self.offsets = [{name: ((i * V + vocab[name]) * H if dyn else -1) for name, dyn in zip(t.names, t.dynamic_mask)}
+                        for i, t in enumerate(traces)]
+        self.every = [[o for o in off.values() if o >= 0] for off in self.offsets]
         V = self.V = max(1, len(vocab))
         H = self.H = max(t.num_frames for t in traces)
         D = self.dim = traces[0].dim
@@ -193,31 +197,35 @@ class TraceSalience:
         naming no body are left out): the units of the body check."""
         if len(events) != self.n:
             raise ValueError(f"events for {len(events)} traces, expected {self.n}")
-        V, H = self.V, self.H
         ids: list[int] = []
+        add = ids.append
         for i, evs in enumerate(events):
             if not evs:
                 continue
-            cols = self.body_cols[i]
-            names = self.names[i]
-            every = [(i * V + v) * H for v in cols.values()]
+            where = self.offsets[i]  # body name -> unit id of its frame 0, or -1 for a fixed body
+            every = self.every[i]
             for f, params in evs:
-                named = False
                 mine = []
                 for val in params.values():
-                    for x in (val,) if isinstance(val, str) else (val if isinstance(val, (list, tuple)) else ()):
-                        if isinstance(x, str) and x in names:
-                            named = True
-                            v = cols.get(x)
-                            if v is not None:
-                                mine.append((i * V + v) * H + f)
-                if other_bodies:
-                    if named:
-                        ids.extend(g + f for g in every if g + f not in mine)
-                elif named:
-                    ids.extend(mine)
+                    if type(val) is str:
+                        o = where.get(val)
+                        if o is not None:
+                            mine.append(o)
+                    elif type(val) is list or type(val) is tuple:
+                        for x in val:
+                            if type(x) is str:
+                                o = where.get(x)
+                                if o is not None:
+                                    mine.append(o)
+                if not mine:  # names no body: a scene-wide event concerns every moving body
+                    if not other_bodies:
+                        ids.extend(o + f for o in every)
+                elif other_bodies:
+                    ids.extend(o + f for o in every if o not in mine)
                 else:
-                    ids.extend(g + f for g in every)
+                    for o in mine:
+                        if o >= 0:
+                            add(o + f)
         return self.merge_units(np.asarray(ids, dtype=np.int64))
 
     def merge_units(self, ids: np.ndarray) -> np.ndarray:
@@ -280,12 +288,27 @@ class EvidenceContext:
                 for b in range(a, L):
                     XtX[a, b] = XtX[b, a] = np.intersect1d(ua, self.lib_units[b], assume_unique=True).size
             self.G_scaled = G / sal.group_frames[:, None]
+            # every library unit with its pattern, sorted by unit: one lookup counts a candidate's
+            # units shared with each pattern
+            order = np.argsort(np.concatenate(self.lib_units), kind="stable")
+            self._lib_u = np.concatenate(self.lib_units)[order]
+            self._lib_p = np.concatenate([np.full(x.size, a) for a, x in enumerate(self.lib_units)])[order]
             XtX -= G.T @ self.G_scaled  # the indicators centred per (trace, body), as S is
             self.XtX_inv = np.linalg.pinv(XtX)
             self.A = self.XtX_inv @ XtS
             self.cov_new = (S.T @ S - XtS.T @ self.A) / units
         else:
             self.cov_new = self.cov_own
+
+    def _shared(self, u: np.ndarray) -> np.ndarray:
+        """Per library pattern, how many of the units ``u`` it has too."""
+        lo = np.searchsorted(self._lib_u, u, "left")
+        k = np.searchsorted(self._lib_u, u, "right") - lo
+        total = int(k.sum())
+        if total == 0:
+            return np.zeros(len(self.lib_units))
+        pos = np.repeat(lo - (np.cumsum(k) - k), k) + np.arange(total)
+        return np.bincount(self._lib_p[pos], minlength=len(self.lib_units)).astype(np.float64)
 
     def _q(self, u: np.ndarray, given_library: bool) -> tuple[float, int, np.ndarray]:
         """(Q, dof, sum of the features at the episodes): ``Q = s' V^-1 s / c'c`` with ``V`` the
@@ -297,9 +320,9 @@ class EvidenceContext:
         own = cts
         cov = self.cov_own
         if given_library and self.lib_units:
-            b = np.array([_count_in(lu, u) for lu in self.lib_units], dtype=np.float64) - self.G_scaled.T @ cg
-            ctc -= float(b @ self.XtX_inv @ b)
-            cts = cts - b @ self.A
+            b = self._shared(u) - (self.G_scaled * cg[:, None]).sum(0)
+            ctc -= float((b * (self.XtX_inv * b).sum(1)).sum())
+            cts = cts - (b[:, None] * self.A).sum(0)
             cov = self.cov_new
         if ctc <= 1e-9:
             return 0.0, cts.size, own
@@ -309,7 +332,7 @@ class EvidenceContext:
         cov = cov + (float((m * (m - 1)).sum()) / u.size) * sal.cov_pair
         w, vecs = np.linalg.eigh(cov)
         keep = w > 1e-12 * max(float(w.max()), 1e-300)
-        proj = cts @ vecs[:, keep]
+        proj = (cts[:, None] * vecs[:, keep]).sum(0)
         return float((proj * proj / w[keep]).sum() / ctc), int(keep.sum()), own
 
     def score(self, events: Sequence[EventList]) -> EvidenceParts:
@@ -322,7 +345,8 @@ class EvidenceContext:
         place = self.sal.place_z(u)
         own = max(dynamics, place)
         evidence = math.sqrt(max(own, 0.0) * max(new, 0.0))
-        return EvidenceParts(evidence, dynamics, place, new, int(u.size), self._signature(u, total @ self.W_own))
+        return EvidenceParts(evidence, dynamics, place, new, int(u.size),
+                             self._signature(u, (total[:, None] * self.W_own).sum(0)))
 
     def own(self, u: np.ndarray) -> float:
         """``max(dynamics, place)`` of a set of units: the evidence that does not involve the library."""
@@ -366,17 +390,11 @@ class EvidenceContext:
         sal = self.sal
         norm = float(np.sqrt(t_own @ t_own))
         direction = t_own / norm if norm > 0 else t_own
-        proj = (sal.S[u].astype(np.float64) @ self.W_own) @ direction
+        proj = (sal.S[u] * (self.W_own * direction).sum(1)).sum(1, dtype=np.float64)
         trace = u // (sal.V * sal.H)
         s = np.bincount(trace, weights=proj, minlength=sal.n)
         k = np.bincount(trace, minlength=sal.n)
         return tuple(float(x) for x in s / np.sqrt(np.maximum(k, 1)))
-
-
-def _count_in(sorted_units: np.ndarray, u: np.ndarray) -> int:
-    idx = np.searchsorted(sorted_units, u)
-    idx[idx == sorted_units.size] = 0
-    return int(np.count_nonzero(sorted_units[idx] == u)) if sorted_units.size else 0
 
 
 def _whitener(cov: np.ndarray) -> np.ndarray:

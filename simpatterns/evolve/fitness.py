@@ -316,11 +316,13 @@ class FitnessContext:
         fired = [len(e) > 0 for e in events]
         if not any(fired):
             return Reason(R.DEGENERATE_NEVER, f"no event on any of {len(events)} traces")
-        sets = [frozenset(f for f, _ in evs) for evs in events]
-        if all(len(fs) >= int(self.frames[i]) for i, fs in enumerate(sets)):
+        # both remaining cases need every trace: stop at the first that breaks them
+        if all(len(evs) >= int(self.frames[i]) for i, evs in enumerate(events)) and all(
+                len({f for f, _ in evs}) >= int(self.frames[i]) for i, evs in enumerate(events)):
             return Reason(R.DEGENERATE_ALWAYS, "an event on every frame of every trace")
-        if all(fs == sets[0] for fs in sets):
-            return Reason(R.DEGENERATE_CONSTANT, f"the same frames {sorted(sets[0])[:5]} on every trace")
+        first = {f for f, _ in events[0]}
+        if all({f for f, _ in evs} == first for evs in events[1:]):
+            return Reason(R.DEGENERATE_CONSTANT, f"the same frames {sorted(first)[:5]} on every trace")
         return None
 
     @property
