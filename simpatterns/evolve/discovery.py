@@ -11,8 +11,10 @@ For each label of a labels file, in order:
    requests in flight, or offline mutations), pushes them through a bounded
    queue to a pool of sandbox evaluators (gate -> sandbox -> fitness), and
    registers the results in sample order;
-3. accept the best program when its fitness clears theta: it is written
-   into the library (atomically) with its provenance.
+3. accept the best program when its fitness clears theta and, for the
+   evidence fitness, its events pass the timing and body checks (the program
+   runs once more in the sandbox for them): it is written into the library
+   (atomically) with its provenance.
 
 Then, optionally, a self-discovery round: the LLM proposes new labels from
 the library and from reasoning texts the user supplies, each evolved like a
