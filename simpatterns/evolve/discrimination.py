@@ -48,9 +48,8 @@ import numpy as np
 from simpatterns.annotate.annotation import Annotation
 from simpatterns.detectors.contract import DetectorError, load_detector
 from simpatterns.detectors.library import PatternLibrary
+from simpatterns.evolve.evidence import EventList
 from simpatterns.trace import Trace
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 FAMILIES = ("random", "random times", "shifted", "wrong bodies", "mis-tuned", "library copy")
 INFO_FAMILIES = ("other label",)
