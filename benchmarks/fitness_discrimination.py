@@ -33,6 +33,7 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve import discrimination as D
 from simpatterns.evolve.evidence import TraceSalience
 from simpatterns.evolve.fitness import FITNESS_KINDS, FitnessConfig, FitnessContext
+from simpatterns.files import atomic_open
 from simpatterns.simulators.phyre import get_template, simulate
 
 
@@ -61,11 +62,8 @@ def load_data(n: int, seed: int, cache: str | None, cases: bool = True):
     anns = annotate_many(traces, library)
     data = (traces, anns, D.build_cases(traces, anns, library) if cases else None)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with atomic_open(path, "wb", encoding=None) as fh:
             pickle.dump(data, fh)
-        os.replace(tmp, path)
     return data
 
 
