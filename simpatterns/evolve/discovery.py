@@ -11,8 +11,10 @@ For each label of a labels file, in order:
    requests in flight, or offline mutations), pushes them through a bounded
    queue to a pool of sandbox evaluators (gate -> sandbox -> fitness), and
    registers the results in sample order;
-3. accept the best program when its fitness clears theta: it is written
-   into the library (atomically) with its provenance.
+3. accept the best program when its fitness clears theta and, for the
+   evidence fitness, its events pass the timing and body checks (the program
+   runs once more in the sandbox for them): it is written into the library
+   (atomically) with its provenance.
 
 Then, optionally, a self-discovery round: the LLM proposes new labels from
 the library and from reasoning texts the user supplies, each evolved like a
@@ -52,6 +54,7 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve import reasons as R
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.database import Program, ProgramsDatabase
+from simpatterns.evolve.evidence import TraceSalience
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
 from simpatterns.evolve.gate import check_candidate, count_lines
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt, skeleton, trace_api
@@ -291,6 +294,7 @@ class DiscoveryJob:
         self._fitness: FitnessContext | None = None
         self._fitness_label: str | None = None
         self._D_T: np.ndarray | None = None
+        self._salience: TraceSalience | None = None
         self._api = trace_api()
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
@@ -457,11 +461,14 @@ class DiscoveryJob:
         if self._fitness is not None and self._fitness_label == label:
             return self._fitness
         assert self.lib is not None
-        if self._D_T is None:
+        if self.config.fitness.kind == "paper" and self._D_T is None:
             cache = str(self.log.dir / "cache") if self.config.trace_distance_cache else None
             self._D_T = dist.trace_distance_matrix(self.traces, cache)
+        if self.config.fitness.kind == "evidence" and self._salience is None:
+            self._salience = TraceSalience(self.traces)
         sub = self.lib.without(label)
-        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness, trace_distances=self._D_T)
+        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness,
+                                       trace_distances=self._D_T, salience=self._salience)
         self._fitness_label = label
         return self._fitness
 
@@ -672,21 +679,38 @@ class DiscoveryJob:
         return Outcome(parts=scored, lines=info.num_lines, wall_s=time.perf_counter() - t0)
 
     # ------------------------------------------------------------ acceptance
+    def _acceptance_problems(self, ctx: FitnessContext, source: str, spec: LabelSpec) -> list[str]:
+        """The fitness's event checks on the best program (`FitnessContext.acceptance_problems`):
+        its events come from the sandbox again, once per label (they are not kept per sample)."""
+        if ctx.config.kind != "evidence" or not ctx.config.checks:
+            return []
+        assert self.sandbox is not None
+        info = check_candidate(source, spec.label, list(ctx.patterns), max_lines=2000, safety=self.config.gate)
+        res = self.sandbox.evaluate(source, info.pattern, info.params, info.depends)
+        if not res.ok or res.events is None:
+            return [f"the best program failed when run again: {res.reason.short() if res.reason else '?'}"]
+        return ctx.acceptance_problems(res.events)
+
     async def _finish_label(self, cur: LabelState, executor: ThreadPoolExecutor, note: str = "") -> None:
         ctx = self._fitness_for(cur.spec.label)
         best = cur.db.best()
         accepted = False
         why = note
-        if best is None or best.parts.get("rejected") is not None or "correlation" not in best.parts:
+        if best is None or best.parts.get("rejected") is not None or "gain" not in best.parts:
             why = why or "no program scored"
         elif cur.replaces and cur.incumbent is not None and best.fitness <= cur.incumbent:
             why = why or f"nothing beat the library's current detector (fitness {cur.incumbent:.5f})"
         elif not ctx.accepts(FitnessParts(**{k: v for k, v in best.parts.items()
                                               if k in FitnessParts.__dataclass_fields__})):
             why = why or (f"best gain {best.fitness - ctx.baseline:+.5f} does not exceed "
-                          f"theta {self.config.fitness.theta:g}")
+                          f"theta {ctx.config.theta:g}")
         else:
-            accepted = True
+            loop = asyncio.get_running_loop()
+            problems = await loop.run_in_executor(executor, self._acceptance_problems, ctx, best.source, cur.spec)
+            if problems:
+                why = why or "; ".join(problems)
+            else:
+                accepted = True
         rec: dict[str, Any] = {"type": "label_done", "label": cur.spec.label, "index": cur.index,
                                "accepted": accepted, "why": why, "samples": cur.samples,
                                "self_discovered": cur.spec.self_discovered, "elapsed_s": self._elapsed(),
