@@ -45,10 +45,10 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.detectors.contract import DetectorError, load_detector
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.evolve.evidence import EventList
+from simpatterns.annotation import EventList
 from simpatterns.trace import Trace
 
 FAMILIES = ("random", "random times", "shifted", "wrong bodies", "mis-tuned", "library copy")
@@ -243,7 +243,7 @@ def library_sizes(library: PatternLibrary, label: str) -> dict[str, list[str]]:
 
 
 def events_of(annotations: Sequence[Annotation], label: str) -> list[EventList]:
-    return [[(e.frame, dict(e.params)) for e in a.by_pattern(label)] for a in annotations]
+    return [list(a.events_of(label)) for a in annotations]
 
 
 def build_cases(traces: Sequence[Trace], annotations: Sequence[Annotation], library: PatternLibrary,
@@ -252,7 +252,7 @@ def build_cases(traces: Sequence[Trace], annotations: Sequence[Annotation], libr
     """One `Case` per label (default: every non-raw pattern firing on at least ``min_traces`` traces)."""
     if labels is None:
         labels = [p for p in library.order() if p not in RAW_PATTERNS
-                  and sum(1 for a in annotations if a.by_pattern(p)) >= min_traces]
+                  and sum(1 for a in annotations if a.events_of(p)) >= min_traces]
     every = {p: events_of(annotations, p) for p in library.order()}
     dt = traces[0].dt
     cases = []

@@ -59,9 +59,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simpatterns.annotation import EventList
 from simpatterns.trace import Trace
-
-EventList = list[tuple[int, dict[str, Any]]]
 
 MERGE_S = 0.25  # events of one body closer than this are one episode
 WINDOW_S = 1 / 12  # speed before / after a frame: 5 frames at 60 Hz
