@@ -71,7 +71,11 @@ def discover_cmd(
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML overriding evolve settings.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluators.")] = None,
     batch: Annotated[Optional[int], typer.Option("--batch", help="Samples per round (requests in flight).")] = None,
-    theta: Annotated[Optional[float], typer.Option("--theta", help="Acceptance threshold over the baseline.")] = None,
+    fitness: Annotated[Optional[str], typer.Option(
+        "--fitness", help="Fitness kind: evidence (default; standard deviations above chance) or paper "
+        "(Algorithm 2 as published).")] = None,
+    theta: Annotated[Optional[float], typer.Option(
+        "--theta", help="Acceptance threshold over the baseline (default: 3 for evidence, 0 for paper).")] = None,
     self_discovery: Annotated[Optional[int], typer.Option(
         "--self-discovery", help="Labels the LLM may propose after the guided ones.")] = None,
     reasoning: Annotated[Optional[list[Path]], typer.Option(
@@ -84,6 +88,7 @@ def discover_cmd(
     from simpatterns.detectors.library import LibraryError, PatternLibrary
     from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
+    from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
     from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
@@ -103,6 +108,10 @@ def discover_cmd(
                         ("max_total_tokens", max_total_tokens), ("max_wall_s", max_wall_s)):
         if value is not None:
             setattr(cfg, name, value)
+    if fitness is not None:
+        if fitness not in FITNESS_KINDS:
+            _fail(f"--fitness must be one of {', '.join(FITNESS_KINDS)}; got {fitness!r}")
+        cfg.fitness.kind = fitness
     if theta is not None:
         cfg.fitness.theta = theta
     try:
@@ -151,11 +160,11 @@ def discover_cmd(
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
         table.add_column(col)
     for rec in job.state.done:
-        scored = rec.program is not None and "correlation" in rec.program.parts
+        scored = rec.program is not None and "gain" in rec.program.parts
         fit = rec.program.fitness if scored and rec.program is not None else None
-        gain = "-" if fit is None else f"{fit - rec.baseline:+.5f}"
+        gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
         table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
-                      "-" if fit is None else f"{fit:.5f}", gain, escape(rec.why or ""))
+                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.why or ""))
     console.print(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),

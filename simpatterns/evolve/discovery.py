@@ -8,9 +8,10 @@ For each label of a labels file, in order:
 2. run rounds until the sample budget is spent (`simpatterns.evolve.rounds`:
    prompts from one database state, proposals concurrently, evaluation by a
    pool of sandbox evaluators, results registered in sample order);
-3. accept the best program when its fitness clears theta: it is written
-   into the library (atomically) with its provenance
-   (`simpatterns.evolve.growth`).
+3. accept the best program when its fitness clears theta and, for the
+   evidence fitness, its events pass the timing and body checks (the program
+   runs once more in the sandbox for them): it is written into the library
+   (atomically) with its provenance (`simpatterns.evolve.growth`).
 
 Then, optionally, a self-discovery round (`simpatterns.evolve.selfdiscovery`):
 the LLM proposes new labels from the library and from reasoning texts the
@@ -45,10 +46,11 @@ import numpy as np
 
 from simpatterns.annotate import distances as dist
 from simpatterns.annotate.annotator import trace_files
-from simpatterns.detectors.contract import AST_LOCK, count_lines, source_hash
+from simpatterns.detectors.contract import AST_LOCK, Declarations, Detector, count_lines, source_hash
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.database import Program
+from simpatterns.evolve.evidence import TraceSalience
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
 from simpatterns.evolve.growth import LibraryState
 from simpatterns.evolve.prompt import LabelSpec, skeleton, trace_api
@@ -108,6 +110,7 @@ class DiscoveryJob:
         self._fitness: FitnessContext | None = None
         self._fitness_label: str | None = None
         self._D_T: np.ndarray | None = None
+        self._salience: TraceSalience | None = None
         self._api = trace_api()
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
@@ -211,11 +214,14 @@ class DiscoveryJob:
         if self._fitness is not None and self._fitness_label == label:
             return self._fitness
         assert self.lib is not None
-        if self._D_T is None:
+        if self.config.fitness.kind == "paper" and self._D_T is None:
             cache = str(self.log.dir / "cache") if self.config.trace_distance_cache else None
             self._D_T = dist.trace_distance_matrix(self.traces, cache)
+        if self.config.fitness.kind == "evidence" and self._salience is None:
+            self._salience = TraceSalience(self.traces)
         sub = self.lib.without(label)
-        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness, trace_distances=self._D_T)
+        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness,
+                                       trace_distances=self._D_T, salience=self._salience)
         self._fitness_label = label
         return self._fitness
 
@@ -320,21 +326,41 @@ class DiscoveryJob:
             self._rounds_since_snapshot = 0
 
     # ------------------------------------------------------------ acceptance
+    def _acceptance_problems(self, ctx: FitnessContext, best: Program) -> list[str]:
+        """The fitness's event checks on the best program (`FitnessContext.acceptance_problems`):
+        its events come from the sandbox again, once per label (they are not kept per sample)."""
+        if ctx.config.kind != "evidence" or not ctx.config.checks:
+            return []
+        assert self.sandbox is not None
+        declared = best.declared()
+        if declared is None:
+            return ["the best program no longer parses as a detector"]
+        program = Detector.from_declarations(Declarations.from_constants(declared), best.source, None,
+                                             filename="<evolved>", trusted=False)
+        res = self.sandbox.evaluate(program)
+        if not res.ok or res.events is None:
+            return [f"the best program failed when run again: {res.reason.short() if res.reason else '?'}"]
+        return ctx.acceptance_problems(res.events)
+
     def _finish_label(self, cur: LabelState, note: str = "") -> None:
         ctx = self._fitness_for(cur.spec.label)
         best = cur.db.best()
         accepted = False
         why = note
-        if best is None or best.parts.get("rejected") is not None or "correlation" not in best.parts:
+        if best is None or best.parts.get("rejected") is not None or "gain" not in best.parts:
             why = why or "no program scored"
         elif cur.replaces and cur.incumbent is not None and best.fitness <= cur.incumbent:
             why = why or f"nothing beat the library's current detector (fitness {cur.incumbent:.5f})"
         elif not ctx.accepts(FitnessParts(**{k: v for k, v in best.parts.items()
                                               if k in FitnessParts.__dataclass_fields__})):
             why = why or (f"best gain {best.fitness - ctx.baseline:+.5f} does not exceed "
-                          f"theta {self.config.fitness.theta:g}")
+                          f"theta {ctx.config.theta:g}")
         else:
-            accepted = True
+            problems = self._acceptance_problems(ctx, best)
+            if problems:
+                why = why or "; ".join(problems)
+            else:
+                accepted = True
         rec = LabelDone(cur.spec.label, cur.index, accepted, why, cur.samples, cur.spec.self_discovered,
                         self._elapsed(), ctx.baseline, Program.from_json(best.to_json()) if best else None)
         if accepted and best is not None:

@@ -141,11 +141,16 @@ def _markdown(report: Report, out: Path) -> Path:
     for lab in report.labels:
         if lab.accepted and lab.best is not None:
             parts = lab.best.parts
+            nan = float("nan")
+            if parts.get("kind") == "evidence":
+                terms = (f"evidence {parts.get('evidence', nan):.2f} sd: dynamics {parts.get('evidence_dynamics', nan):.2f}, "
+                         f"place {parts.get('evidence_place', nan):.2f}, new {parts.get('evidence_new', nan):.2f}")
+            else:
+                terms = (f"correlation {parts.get('correlation', nan):.5f}, novelty {parts.get('novelty', nan):.3f}")
             lines += ["", f"## {lab.label}", "",
-                      f"fitness {lab.best.fitness:.5f} (correlation {parts.get('correlation', float('nan')):.5f}, "
-                      f"novelty {parts.get('novelty', float('nan')):.3f}, length penalty "
-                      f"{parts.get('length_penalty', float('nan')):.3f}, time penalty "
-                      f"{parts.get('time_penalty', float('nan')):.2f}); sample {lab.best.sample}, "
+                      f"fitness {lab.best.fitness:.5f} ({terms}, length penalty "
+                      f"{parts.get('length_penalty', nan):.3f}, time penalty "
+                      f"{parts.get('time_penalty', nan):.2f}); sample {lab.best.sample}, "
                       f"model {lab.best.model or '-'}", "", "```python", lab.best.source.rstrip(), "```"]
         if lab.plot:
             lines += ["", f"![{lab.label}]({lab.plot.name})"]
