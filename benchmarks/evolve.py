@@ -29,15 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from simpatterns.annotate.annotator import annotate_many
-from simpatterns.detectors.contract import load_detector
+from simpatterns.detectors.contract import Candidate, count_lines, load_detector
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.discovery import DiscoveryJob
 from simpatterns.evolve.fitness import FitnessConfig, FitnessContext, events_hash
-from simpatterns.evolve.gate import count_lines
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import OfflineProposer
-from simpatterns.evolve.sandbox import Sandbox
+from simpatterns.sandbox.pool import Sandbox
 from simpatterns.simulators.phyre import get_template, simulate
 
 TRIVIAL = '''import numpy as np
@@ -72,15 +71,14 @@ def in_process_seconds(source: str, traces: list, deps: dict) -> float:
     return time.perf_counter() - t0
 
 
-def sandbox_overhead(sb: Sandbox, source: str, label: str, params: list, depends: list, repeats: int,
-                     pause_s: float) -> tuple[float, float]:
+def sandbox_overhead(sb: Sandbox, candidate: Candidate, repeats: int, pause_s: float) -> tuple[float, float]:
     """(median wall ms, median overhead ms = wall - detect time in the child)."""
     walls, overheads = [], []
     for _ in range(repeats):
         if pause_s:
             time.sleep(pause_s)
         t0 = time.perf_counter()
-        res = sb.evaluate(source, label, params, depends)
+        res = sb.evaluate(candidate)
         wall = time.perf_counter() - t0
         assert res.ok, res.reason
         walls.append(wall)
@@ -112,13 +110,11 @@ def main() -> None:
     with Sandbox(traces, workers=1) as sb:
         sb.set_dependency_events(events)
         print(f"   isolation: {sb.info}")
-        for name, src, label, params, depends in (
-            ("trivial", TRIVIAL, "first frame", ["object"], []),
-            ("bounce", bounce.source, "bounce", bounce.params, bounce.depends),
-        ):
+        for name, src in (("trivial", TRIVIAL), ("bounce", bounce.source)):
             base = statistics.median(in_process_seconds(src, traces, events) for _ in range(5)) * 1000
-            wall, over = sandbox_overhead(sb, src, label, params, depends, args.repeats, pause_s=0.03)
-            wall_b2b, over_b2b = sandbox_overhead(sb, src, label, params, depends, args.repeats, pause_s=0.0)
+            candidate = Candidate.parse(src)
+            wall, over = sandbox_overhead(sb, candidate, args.repeats, pause_s=0.03)
+            wall_b2b, over_b2b = sandbox_overhead(sb, candidate, args.repeats, pause_s=0.0)
             print(f"   {name:8s} in-process {base:7.2f} ms | sandbox {wall:7.2f} ms, overhead {over:6.2f} ms "
                   f"(x{wall / max(base, 1e-9):.1f} of in-process) | back-to-back overhead {over_b2b:6.2f} ms")
 

@@ -26,13 +26,14 @@ declarations are used) and the dependency graph (missing dependencies,
 cycles) and raises `LibraryError` naming the file, field or patterns at fault. Patterns run in a topological order that keeps manifest
 order among independent patterns, so the order is deterministic.
 
-Trust. Code written by an LLM is untrusted and runs only in the evolver's
-sandbox. A record is *untrusted* when its provenance is ``evolved`` or it
-carries the ``evolve`` record the discovery driver writes (an LLM wrote the
-code, whatever the label's origin). Loading never executes an untrusted
-source: it is checked statically (`contract.untrusted_detector`: the declared
-names, the imports and the evolver's AST gate) and held as a `Detector` with
-``detect=None, trusted=False``; the annotator runs it in the sandbox.
+Trust. Code written by an LLM is untrusted and runs only in the sandbox
+(`simpatterns.sandbox`). A record is *untrusted* when its provenance is
+``evolved`` or it carries the ``evolve`` record the discovery driver writes (an
+LLM wrote the code, whatever the label's origin). Loading never executes an
+untrusted source: it is checked statically (`contract.untrusted_detector`: the
+declared names and the imports) and held as a `Detector` with ``detect=None,
+trusted=False``; the annotator puts it through the sandbox's AST gate
+(`simpatterns.sandbox.gate.check_untrusted`) and then runs it in the sandbox.
 Everything else is *trusted* and executed in-process by `load_detector`: the
 built-in library shipped with the package (guided and self-discovered
 detectors reviewed into it) and ``guided``/``self-discovered``/``hand-written``
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from simpatterns.detectors.contract import (
+    Candidate,
     Declarations,
     Detector,
     DetectorError,
@@ -444,7 +446,8 @@ class PatternLibrary:
         raise LibraryError(f"dependency cycle (A -> B: A depends on B): {text}", sorted({k for c in cycles for k in c}))
 
     # ---------------------------------------------------------------- changes
-    def _detector_from_source(self, source: str, provenance: str, filename: str) -> Detector:
+    def _detector_from_source(self, source: str | Candidate, provenance: str, filename: str) -> Detector:
+        """A `Candidate` is not parsed again; an untrusted one is not executed either."""
         if provenance in UNTRUSTED_PROVENANCES and not self.trust_evolved:
             return untrusted_detector(source, filename=filename)
         return load_detector(source, filename=filename)
@@ -470,16 +473,17 @@ class PatternLibrary:
 
     def add(
         self,
-        detector_or_source: Detector | str,
+        detector_or_source: Detector | Candidate | str,
         provenance: str,
         fitness: float | None = None,
         replace: bool = False,
     ) -> Detector:
-        """Add a detector (or source text). Its dependencies must be in the library;
-        an existing label needs ``replace=True``. The library is unchanged when this
-        raises. With an untrusted ``provenance`` ("evolved") source text is checked
-        statically, not executed, and a given `Detector` is stored without its
-        ``detect`` (unless ``trust_evolved``): it runs in the sandbox."""
+        """Add a detector, a parsed `Candidate` (not parsed again) or source text. Its
+        dependencies must be in the library; an existing label needs ``replace=True``.
+        The library is unchanged when this raises. With an untrusted ``provenance``
+        ("evolved") a source or candidate is checked statically, not executed, and a
+        given `Detector` is stored without its ``detect`` (unless ``trust_evolved``):
+        it runs in the sandbox."""
         if isinstance(detector_or_source, Detector):
             det = detector_or_source
         else:

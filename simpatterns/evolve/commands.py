@@ -90,7 +90,7 @@ def discover_cmd(
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.evolve.sandbox import SandboxError
+    from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
@@ -160,17 +160,16 @@ def discover_cmd(
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
         table.add_column(col)
     for rec in job.state.done:
-        prog = rec.get("program") or {}
-        scored = "gain" in (prog.get("parts") or {})
-        fit = prog.get("fitness") if scored else None
-        gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5g}"
-        table.add_row(escape(rec["label"]), str(rec["samples"]), "yes" if rec["accepted"] else "no",
-                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.get("why") or ""))
+        scored = rec.program is not None and "gain" in rec.program.parts
+        fit = rec.program.fitness if scored and rec.program is not None else None
+        gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
+        table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
+                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.why or ""))
     console.print(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
                                                                                key=lambda kv: -kv[1])))
-    accepted = sum(1 for r in job.state.done if r["accepted"])
+    accepted = sum(1 for r in job.state.done if r.accepted)
     console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
                   f"simpatterns evolve report {escape(str(rdir))}")
 
@@ -179,16 +178,17 @@ def discover_cmd(
 def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run directory.")]) -> None:
     """Fitness curves per island (PNG), accepted programs and rejection reasons of a run."""
     from simpatterns.evolve.report import build_report
+    from simpatterns.evolve.runlog import RunLogError
 
     try:
         report = build_report(run_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RunLogError) as exc:
         _fail(str(exc))
     table = Table(title=f"run {run_dir}")
     for col in ("label", "samples", "accepted", "best fitness", "registered", "plot"):
         table.add_column(col)
     for lab in report.labels:
-        fit = (lab.best or {}).get("fitness")
+        fit = lab.best.fitness if lab.best is not None else None
         table.add_row(escape(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
                       escape(str(lab.plot)) if lab.plot else "-")

@@ -59,9 +59,9 @@ import numpy as np
 
 from simpatterns.annotate import distances as dist
 from simpatterns.annotation import Annotation, EventList
-from simpatterns.evolve import reasons as R
 from simpatterns.evolve.evidence import EvidenceContext, TraceSalience
-from simpatterns.evolve.reasons import Reason
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Reason
 from simpatterns.trace import Trace
 
 
@@ -172,7 +172,7 @@ def time_penalty(candidate_s: float, library_s: float, resolution: float = 0.0) 
 def events_hash(events: Sequence[EventList]) -> str:
     """Hash of what a program emits over the traces, in the sandbox's canonical encoding
     (so it equals `SandboxResult.events_hash`): equal hash, equal behaviour on this data set."""
-    from simpatterns.evolve.forkserver import encode_events
+    from simpatterns.sandbox.events import encode_events
 
     blob = "{" + ",".join(f'"{i}":{encode_events(evs)}' for i, evs in enumerate(events)) + "}"
     return hashlib.blake2b(blob.encode(), digest_size=12).hexdigest()

@@ -7,14 +7,14 @@ import pytest
 from simpatterns.annotate import distances as dist
 from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate_many
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.fitness import (
     FitnessConfig,
     FitnessContext,
     length_penalty,
     time_penalty,
 )
-from simpatterns.evolve.gate import count_lines
+from simpatterns.detectors.contract import count_lines
 
 RANDOM_SOURCE_LINES = 9  # a short random detector: the length penalty favours it, not the correct one
 
