@@ -78,7 +78,10 @@ def main() -> None:
                 env.step(a)
         return run
 
-    envs_sparse = {mode: gym.make("simpatterns/PhyreOneBall-v0", obs_mode=mode) for mode in ("rgb", "semantic", "objects")}
+    # max_objects: room for the largest shipped scene (51 bodies besides walls and the agent)
+    envs_sparse = {mode: gym.make("simpatterns/PhyreOneBall-v0", obs_mode=mode,
+                                  **({"max_objects": 64} if mode == "objects" else {}))
+                   for mode in ("rgb", "semantic", "objects")}
     # program reward: same compiled program per task; direct = simulate + RewardProgram.evaluate on the trace
     programs = {(t, v): RewardProgram.from_text(task_program_text(scene), builtin_library())
                 for t, v, scene, _ in cases}

@@ -173,7 +173,7 @@ class PhyreOneBallEnv(gym.Env):
         bins = None if o.action_bins is None else int(o.action_bins)
         self.action_space = spaces.Box(0.0, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
-        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, Task]] = OrderedDict()
+        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], Task]] = OrderedDict()
         self.task: Task | None = None
         self.scene: Scene | None = None
         self.initial_trace: Trace | None = None
