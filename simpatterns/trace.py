@@ -397,8 +397,12 @@ class Trace:
         if K and max(self.contact_a.max(), self.contact_b.max()) >= N:
             raise TraceFormatError(f"{source}: contact body index outside [0, {N})")
 
+    def __eq__(self, other: object) -> bool:
+        # `equals`, so that ``==`` works on traces (e.g. in an env's info, which Gymnasium compares)
+        return self.equals(other) if isinstance(other, Trace) else NotImplemented
+
     def equals(self, other: "Trace") -> bool:
-        """Bit-exact equality of arrays, bodies, events and meta."""
+        """Bit-exact equality of arrays, bodies, events and meta (also ``==``)."""
         if self.header() != other.header():
             return json.dumps(self.header(), default=_json_default, sort_keys=True) == json.dumps(
                 other.header(), default=_json_default, sort_keys=True

@@ -38,12 +38,16 @@ def __getattr__(name: str):
         from simpatterns.envs import phyre_env
 
         return getattr(phyre_env, name)
-    if name in ("RewardProgramWrapper", "ProgramReward"):
+    if name in ("TaskOptions", "SimulationOptions", "ObservationOptions", "RenderOptions"):
+        from simpatterns.envs import options
+
+        return getattr(options, name)
+    if name == "RewardProgramWrapper":
         from simpatterns.envs import reward
 
         return getattr(reward, name)
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "PHYRE_ONE_BALL", "PhyreOneBallEnv", "ProgramReward", "RewardProgramWrapper", "Task",
-           "register_envs"]
+__all__ = ["ENV_IDS", "PHYRE_ONE_BALL", "ObservationOptions", "PhyreOneBallEnv", "RenderOptions",
+           "RewardProgramWrapper", "SimulationOptions", "Task", "TaskOptions", "register_envs"]

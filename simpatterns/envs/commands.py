@@ -15,19 +15,20 @@ env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check
 
 @env_app.command("list")
 def list_cmd() -> None:
-    """Registered ids with their observation modes, action spaces and reward modes."""
+    """Registered ids with their observation modes, action spaces and rewards."""
     import gymnasium as gym
 
     import simpatterns.envs as envs
     from simpatterns.envs.observation import OBS_MODES
-    from simpatterns.envs.phyre_env import REWARD_MODES, all_tasks
+    from simpatterns.envs.phyre_env import all_tasks
 
     for env_id in envs.ENV_IDS:
         spec = gym.spec(env_id)
         console.print(f"[bold]{env_id}[/bold]  (max_episode_steps={spec.max_episode_steps})")
         console.print(f"  obs_mode: {', '.join(OBS_MODES)}")
         console.print("  actions:  Box(0, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
-        console.print(f"  reward:   {', '.join(REWARD_MODES)} (reward_program=..., program_reward=score|success)")
+        console.print("  reward:   PHYRE task success (or success_fn=...); a reward program through "
+                      "RewardProgramWrapper(env, program, reward=score|success)")
         console.print(f"  tasks:    {len(all_tasks())} shipped template variants, or scene='buckets' / a Scene")
     console.print('usage: import simpatterns.envs; gym.make("simpatterns/PhyreOneBall-v0", obs_mode="semantic")')
 
