@@ -143,7 +143,8 @@ class TraceState:
     def annotation(self, labels: list[str]) -> Annotation:
         return Annotation(pattern_events=self.events, num_frames=self.trace.num_frames, patterns=labels,
                           dt=self.trace.dt, trace_id=self.trace_id,
-                          timings={k: self.timings.get(k, 0.0) for k in labels}, errors=self.errors)
+                          timings={k: self.timings.get(k, 0.0) for k in labels}, errors=self.errors,
+                          episode=self.trace.episode)
 
 
 def unreadable(trace_id: str, labels: list[str], error: Exception) -> Annotation:

@@ -19,7 +19,7 @@ GROUPS = (
     ("Events and counts", ("EVENT", "COUNT")),
     ("Logic", ("AND", "OR", "NOT")),
     ("Time and order", ("AFTER", "BEFORE", "FIRST", "LAST", "NEVER", "ALWAYS")),
-    ("State at a time (trace)", ("TOUCHING", "NEARBY_AT")),
+    ("State at a time (trace)", ("TOUCHING", "NEARBY_AT", "DISTANCE")),
 )
 
 

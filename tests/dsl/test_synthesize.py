@@ -30,7 +30,7 @@ BAD_SYNTAX = ('AND(EVENT("collision start", {"object_a": "green ball", "object_b
               '    NEVER("collision start" {"object_a": "red ball", "object_b": "green ball"}))')
 BAD_PATTERN = ('AND(EVENT("green touches blue", {"object_a": "green ball", "object_b": "blue ball"}),\n'
                '    NEVER("collision start", {"object_a": "red ball", "object_b": "green ball"}))')
-BAD_BODY = 'AND(EVENT("collision start", {"object_a": "green object", "object_b": "blue ball"}))'
+BAD_BODY = 'AND(EVENT("collision start", {"object_a": "green orb", "object_b": "blue ball"}))'
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.005, max_delay_s=0.02, jitter=0.0)
 
 
