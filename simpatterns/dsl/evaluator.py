@@ -32,7 +32,7 @@ from simpatterns.dsl.predicates import (
     Node,
 )
 from simpatterns.dsl.printer import format_expr
-from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed
+from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
@@ -174,6 +174,7 @@ class CompiledProgram:
         self.needs_trace = _needs_trace(root)
         self._labels: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self._views: OrderedDict[int, TraceView] = OrderedDict()
+        self._scenes: OrderedDict[int, tuple[Any, SceneView]] = OrderedDict()
         self._last_patterns: list[str] | None = None
         self._last_map: dict[str, str] = {}
 
@@ -204,13 +205,27 @@ class CompiledProgram:
                 self._views.popitem(last=False)
         return v
 
+    def _scene(self, annotation: "Annotation | None") -> SceneView | None:
+        """The bodies an annotation lists (when evaluated without its trace)."""
+        if annotation is None or annotation.bodies is None:
+            return None
+        hit = self._scenes.get(id(annotation))
+        if hit is None or hit[0] is not annotation.bodies:
+            hit = (annotation.bodies, SceneView(annotation.bodies))
+            self._scenes[id(annotation)] = hit
+            if len(self._scenes) > self._CACHE:
+                self._scenes.popitem(last=False)
+        return hit[1]
+
     # ---------------------------------------------------------- evaluation
     def context(self, annotation: "Annotation | None", trace: "Trace | None" = None) -> EvalContext:
         if annotation is None and trace is None:
             raise TypeError("evaluate needs an annotation (and a trace for NEARBY_AT/TOUCHING)")
         if trace is not None and trace.num_frames == 0:
             raise DSLEvaluationError("empty-trace", "the trace has no frames", filename=self.program.filename)
-        return EvalContext(annotation, self._view(trace), self._label_map(annotation))
+        view = self._view(trace)
+        return EvalContext(annotation, view, self._label_map(annotation),
+                           None if view is not None else self._scene(annotation))
 
     @staticmethod
     def _determined(ctx: EvalContext, nodes: Sequence[Node]) -> list[bool]:

@@ -32,9 +32,10 @@ import numpy as np
 
 from simpatterns.dsl.matching import ParamMatcher, normalize_text
 from simpatterns.dsl.references import is_wildcard, parse_reference
-from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed, in_window, inverse_log
+from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed, in_window, inverse_log
 
 REQUIRED = object()
+TOUCH_GAP = 2  # frames apart that do not break a touch: the built-in "touch start"/"touch end" MERGE_GAP
 COLLISION_START = "collision start"
 COLLISION_END = "collision end"
 
@@ -191,7 +192,7 @@ class Query:
             lo, hi = ctx.window(self.window)
             known_hi = min(hi, ctx.last)
             active, certain = [], []
-            for start, end, stored in ctx.spans(self.label, self.matcher, self.where):
+            for start, end, stored in ctx.spans(self.label, self.matcher, self.where) if lo <= hi else ():
                 if start <= hi and end >= lo:
                     active.append(start)
                     if start <= known_hi and min(stored, ctx.last) >= lo:
@@ -757,7 +758,8 @@ class Never(Node):
         unknown = hi - max(lo, ctx.last + 1) + 1 if hi > ctx.last else 0
         if unknown and len(series) and series[-1]:
             n += unknown
-        return n, hi - lo + 1, bool(known.size and not known.all()), self.what.after_known(ctx)
+        certain = series[lo: min(khi, self.what.certain_until(ctx) - 1) + 1] if khi >= lo else series[:0]
+        return n, hi - lo + 1, bool(certain.size and not certain.all()), self.what.after_known(ctx)
 
     def _count(self, ctx) -> tuple[int, int]:
         """(matching events in the window, frames in the window) for a pattern;
@@ -839,7 +841,7 @@ class Always(Never):
 
 
 # ---------------------------------------------------------------- state (trace)
-def _members(view: TraceView, name: str | None, where: Where) -> tuple[int, ...] | None:
+def _members(view: SceneView, name: str | None, where: Where) -> tuple[int, ...] | None:
     """Body indices a name or class phrase stands for; None for a wildcard (any body)."""
     if name is None or is_wildcard(name):
         return None
@@ -950,6 +952,9 @@ class NearbyAt(Node):
         """Is the state known after the last simulated frame? (only when nothing moves)"""
         return ctx.settled
 
+    def certain_until(self, ctx) -> int:
+        return ctx.num_frames
+
     def eval(self, ctx):
         d, r, _ = self.distance(ctx)
         if d <= r:
@@ -980,12 +985,28 @@ class NearbyAt(Node):
                 + _none_text(view, (self.body, self.target), self.where))
 
 
+def bridge_gaps(touching: np.ndarray, k: int, tail: int = 0) -> np.ndarray:
+    """``touching`` with every run of at most ``k`` False frames after a True filled in, when a
+    True follows it or the episode ends first: contacts apart for at most k frames are one touch.
+    ``tail``: frames of the episode after the array, holding its last value (the frozen completion)."""
+    T = len(touching)
+    if not T or touching.all() or not touching.any():
+        return touching
+    end = T + (tail if not touching[-1] else 0)  # a held False stretches the last gap to the horizon
+    idx = np.arange(T)
+    prev = np.maximum.accumulate(np.where(touching, idx, -1))
+    nxt = np.minimum.accumulate(np.where(touching, idx, end)[::-1])[::-1]
+    gap = np.where(nxt < end, nxt - prev - 1, end - 1 - prev)
+    return touching | ((prev >= 0) & (gap <= k))
+
+
 class Touching(Node):
     """Bodies ``a`` and ``b`` are in contact at time ``t`` (default 1.0, the
-    end). Either may be a class ("green object": some green body) or a
-    wildcard ("touching anything"). Reads the trace's contacts; without a
-    trace, reconstructs contact intervals from the annotation's "collision
-    start"/"collision end" events."""
+    end); as for "touch start", contacts apart for at most 2 frames are one
+    unbroken touch (the solver's flicker). Either may be a class ("green
+    object": some green body) or a wildcard ("touching anything"). Reads the
+    trace's contacts; without a trace, reconstructs contact intervals from
+    the annotation's "collision start"/"collision end" events."""
 
     NAME = "TOUCHING"
     SIGNATURE = (Arg("a", "body_or_any"), Arg("b", "body_or_any"), Arg("t", "fraction", None))
@@ -1002,7 +1023,7 @@ class Touching(Node):
         self.t = 1.0 if t is None else t
         self.where = where
 
-    def _pair(self, view: TraceView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    def _pair(self, view: SceneView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
         """Body indices of a and b (None for a wildcard)."""
         return _members(view, self.a, self.where), _members(view, self.b, self.where)
 
@@ -1012,36 +1033,70 @@ class Touching(Node):
         inn = lambda col, s: np.ones(col.shape, dtype=bool) if s is None else np.isin(col, s)  # noqa: E731
         return (inn(ca, A) & inn(cb, B)) | (inn(ca, B) & inn(cb, A))
 
+    def _raw_at(self, view: TraceView, lo: int, hi: int) -> list[int]:
+        """Stored frames in ``[lo, hi]`` with an a-b contact row (a few rows per frame: plain Python)."""
+        r0, r1 = view.rows_at(lo)[0], view.rows_at(hi)[1]
+        if r0 == r1:
+            return []
+        cf, ca, cb = view.contacts()
+        A, B = self._pair(view)
+        out = []
+        for f, x, y in zip(cf[r0:r1].tolist(), ca[r0:r1].tolist(), cb[r0:r1].tolist()):
+            if ((A is None or x in A) and (B is None or y in B)) or ((A is None or y in A) and (B is None or x in B)):
+                out.append(f)
+        return out
+
     def _touching_at(self, ctx, f: int) -> bool:
+        f = min(f, ctx.last)  # the frozen completion: the last frame holds
         view = ctx.view
         if view is None:
             s = self.series(ctx)
-            return bool(len(s)) and bool(s[min(f, len(s) - 1)])
-        lo, hi = view.rows_at(min(f, ctx.last))
-        if lo == hi:
-            return False
-        _, ca, cb = view.contacts()
-        A, B = self._pair(view)
-        # a frame has a handful of contact rows: plain Python beats numpy calls here
-        for x, y in zip(ca[lo:hi].tolist(), cb[lo:hi].tolist()):
-            if ((A is None or x in A) and (B is None or y in B)) or ((A is None or y in A) and (B is None or x in B)):
-                return True
-        return False
+            return bool(len(s)) and bool(s[f])
+        k = TOUCH_GAP
+        near = self._raw_at(view, max(0, f - k), min(ctx.last, f + k))
+        if f in near:
+            return True
+        before, after = [g for g in near if g < f], [g for g in near if g > f]
+        if before and after:  # a flicker of at most k frames inside one touch
+            return after[0] - before[-1] - 1 <= k
+        # apart to the end of what was simulated (and, in the frozen completion, to the horizon):
+        # a touch broken off too near the end of the episode to be seen to end
+        return bool(before) and f + k > ctx.last and ctx.horizon - 1 - before[-1] <= k
 
     def series(self, ctx) -> np.ndarray:
-        """Per simulated frame: touching."""
+        """Per simulated frame: touching, in the frozen completion (contacts apart for at most
+        `TOUCH_GAP` frames are one touch)."""
         key = ("touch", id(self))
         s = ctx.memo.get(key)
         if s is not None:
             return s
-        if ctx.view is not None:
-            cf, ca, cb = ctx.view.contacts()
-            s = np.zeros(ctx.view.trace.num_frames, dtype=bool)
-            s[cf[self._hits(ctx.view, ca, cb)]] = True
-        else:
-            s = self._series_from_events(ctx)
+        s = bridge_gaps(self._raw_series(ctx), TOUCH_GAP, ctx.horizon - ctx.num_frames)
         ctx.memo[key] = s
         return s
+
+    def _raw_series(self, ctx) -> np.ndarray:
+        key = ("touch raw", id(self))
+        s = ctx.memo.get(key)
+        if s is None:
+            if ctx.view is not None:
+                cf, ca, cb = ctx.view.contacts()
+                s = np.zeros(ctx.view.trace.num_frames, dtype=bool)
+                s[cf[self._hits(ctx.view, ca, cb)]] = True
+            else:
+                s = self._series_from_events(ctx)
+            ctx.memo[key] = s
+        return s
+
+    def certain_until(self, ctx) -> int:
+        """Stored frames before this one have a certain value: after an early stop, a separation of
+        at most `TOUCH_GAP` frames running into the last frame may yet be bridged by a contact."""
+        if ctx.complete or self.after_known(ctx):
+            return ctx.num_frames
+        raw = self._raw_series(ctx)
+        on = np.flatnonzero(raw)
+        if not on.size or raw[-1] or ctx.last - on[-1] > TOUCH_GAP:
+            return ctx.num_frames
+        return int(on[-1]) + 1
 
     def _series_from_events(self, ctx) -> np.ndarray:
         if ctx.annotation is None:
@@ -1065,7 +1120,7 @@ class Touching(Node):
         """Is the state known after the last simulated frame?"""
         if ctx.settled:
             return True
-        return ctx.view is not None and _covers_goal(ctx, *self._pair(ctx.view))
+        return ctx.scene is not None and _covers_goal(ctx, *self._pair(ctx.scene))
 
     def eval(self, ctx):
         f = ctx.frame(self.t)
@@ -1076,7 +1131,7 @@ class Touching(Node):
         return False, failed(0.5 * self._closeness(ctx.view, min(f, ctx.last)))
 
     def determined(self, ctx):
-        return ctx.frame(self.t) <= ctx.last or self.after_known(ctx)
+        return ctx.frame(self.t) < self.certain_until(ctx) or self.after_known(ctx)
 
     def _closeness(self, view: TraceView, f: int) -> float:
         """inverse_log of how far apart the closest candidate pair's bounding circles are."""

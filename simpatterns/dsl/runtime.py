@@ -81,18 +81,54 @@ class Where:
                         hint=hint, cls=DSLEvaluationError)  # type: ignore[return-value]
 
 
-class TraceView:
+class SceneView:
+    """A scene's bodies (names, colours, shapes, roles) and the param matchers bound to
+    it, shared by the evaluations of one trace or annotation (cached by the compiled program)."""
+
+    __slots__ = ("scene", "names", "_bound", "_bodies")
+
+    def __init__(self, bodies):
+        self.scene = Scene(bodies)
+        self.names = self.scene.names
+        self._bound: dict[Any, ParamMatcher] = {}
+        self._bodies: dict[str, tuple[int, ...]] = {}
+
+    def bodies(self, name: str, where: Where) -> tuple[int, ...]:
+        """Indices of the bodies ``name`` names here: one for a name, the members of a
+        class phrase ("green object", "the goal object"; possibly none). Raises
+        ``unknown-body`` when it is neither."""
+        out = self._bodies.get(name)
+        if out is not None:
+            return out
+        out = self.scene.resolve(name)
+        if out is None:
+            raise where.error(
+                "unknown-body", f'the trace has no body "{name}"',
+                suggestions=[f'"{s}"' for s in close_matches(name, self.names)],
+                hint=f"bodies are {', '.join(self.names)}",
+            )
+        self._bodies[name] = out
+        return out
+
+    def bind(self, matcher: ParamMatcher) -> ParamMatcher:
+        """``matcher`` with its class phrases resolved to this scene's body names."""
+        out = self._bound.get(matcher.key)
+        if out is None:
+            out = matcher.bind(self.scene.resolve_names)
+            self._bound[matcher.key] = out
+        return out
+
+
+class TraceView(SceneView):
     """Per-trace lookups shared by all evaluations of that trace (cached by the
     compiled program): the scene's bodies (names, colour classes, roles), the
     default NEARBY_AT radius, contact columns and bound param matchers."""
 
-    __slots__ = ("trace", "names", "scene", "radius", "episode", "_radii", "_bodies", "_contacts", "_bound",
-                 "_geometry")
+    __slots__ = ("trace", "radius", "episode", "_radii", "_contacts", "_geometry")
 
     def __init__(self, trace: "Trace"):
+        super().__init__(trace.bodies)
         self.trace = trace
-        self.names = list(trace.names)
-        self.scene = Scene(trace.bodies)
         self.episode = trace.episode
         world = trace.meta.get("world_size") if isinstance(trace.meta, dict) else None
         extent = 0.0
@@ -105,9 +141,7 @@ class TraceView:
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
         self._radii: np.ndarray | None = None
-        self._bodies: dict[str, tuple[int, ...]] = {}
         self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._bound: dict[Any, ParamMatcher] = {}
         self._geometry: Any = None
 
     def contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,30 +177,6 @@ class TraceView:
             self._geometry = Outlines(self.trace)
         return self._geometry
 
-    def bodies(self, name: str, where: Where) -> tuple[int, ...]:
-        """Indices of the bodies ``name`` names here: one for a name, the members of a
-        class phrase ("green object", "the goal object"; possibly none). Raises
-        ``unknown-body`` when it is neither."""
-        out = self._bodies.get(name)
-        if out is not None:
-            return out
-        out = self.scene.resolve(name)
-        if out is None:
-            raise where.error(
-                "unknown-body", f'the trace has no body "{name}"',
-                suggestions=[f'"{s}"' for s in close_matches(name, self.names)],
-                hint=f"bodies are {', '.join(self.names)}",
-            )
-        self._bodies[name] = out
-        return out
-
-    def bind(self, matcher: ParamMatcher) -> ParamMatcher:
-        """``matcher`` with its class phrases resolved to this scene's body names."""
-        out = self._bound.get(matcher.key)
-        if out is None:
-            out = matcher.bind(self.scene.resolve_names)
-            self._bound[matcher.key] = out
-        return out
 
 
 def window_frames(w: tuple[float, float] | None, horizon: int) -> tuple[int, int]:
@@ -184,13 +194,14 @@ class EvalContext:
     """One evaluation: the episode (simulated frames and horizon), memoised
     event spans per (pattern, params), windows, and the trace view."""
 
-    __slots__ = ("annotation", "trace", "view", "num_frames", "horizon", "last", "episode", "labels",
-                 "intervals", "memo")
+    __slots__ = ("annotation", "trace", "view", "scene", "num_frames", "horizon", "last", "episode", "labels",
+                 "memo")
 
     def __init__(self, annotation: "Annotation | None", view: TraceView | None, labels: dict[str, str],
-                 intervals: frozenset[str] = frozenset()):
+                 scene: SceneView | None = None):
         self.annotation = annotation
         self.view = view
+        self.scene = view if view is not None else scene  # the bodies: the trace's, else the annotation's
         self.trace = view.trace if view is not None else None
         if view is not None:
             episode = view.episode
@@ -205,7 +216,6 @@ class EvalContext:
         self.horizon = max(episode.horizon, episode.frames)
         self.last = episode.frames - 1
         self.labels = labels
-        self.intervals = intervals
         self.memo: dict[Any, Any] = {}
 
     # ---------------------------------------------------------------- time
@@ -237,9 +247,9 @@ class EvalContext:
     def goal_pair(self) -> tuple[int, int] | None:
         """Body indices of the pair known to keep touching after a stop at success."""
         if self.complete or self.episode.stopped != STOPPED_SUCCESS or len(self.episode.goal) != 2 or \
-                self.view is None:
+                self.scene is None:
             return None
-        idx = [self.view.scene.index.get(normalize_text(n)) for n in self.episode.goal]
+        idx = [self.scene.scene.index.get(normalize_text(n)) for n in self.episode.goal]
         return (idx[0], idx[1]) if None not in idx else None  # type: ignore[return-value]
 
     def unsimulated(self) -> str:
@@ -261,11 +271,11 @@ class EvalContext:
         """The matcher resolved in this scene (class phrases need the trace's bodies)."""
         if not matcher.refs:
             return matcher
-        if self.view is None:
+        if self.scene is None:
             raise where.error("needs-trace", f"{', '.join(sorted(matcher.refs))} name bodies by colour or role; "
-                              "pass the trace, whose bodies say which they are",
+                              "pass the trace, or an annotation that lists its bodies",
                               hint="evaluate(annotation, trace=trace)")
-        return self.view.bind(matcher)
+        return self.scene.bind(matcher)
 
     def frames(self, label: str, matcher: ParamMatcher, where: Where) -> list[int]:
         """Start frames (one per matching event, sorted) of ``label`` events whose
@@ -308,10 +318,10 @@ class EvalContext:
         if self.settled:
             return False
         pair = self.goal_pair()
-        if pair is None or self.view is None:
+        if pair is None or self.scene is None:
             return True
         m = self.bind(matcher, where)
-        names = self.view.names
+        names = self.scene.names
         goal = {names[pair[0]], names[pair[1]]}
         for i, a in enumerate(names):  # only the success pair is known not to start or stop touching
             for b in names[i + 1:]:

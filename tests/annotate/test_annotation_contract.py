@@ -17,7 +17,8 @@ from simpatterns.simulators.phyre import get_template, simulate
 
 # Written by the implementation that stored the flat, sorted event list (before events were
 # stored per pattern), for the trace below with timings set to 0, with the library of then: the
-# format must not change, except for the header's "episode" (the rollout's horizon, added since).
+# format must not change, except for the header's "episode" (the rollout's horizon) and "bodies"
+# (their names, colours and roles), added since.
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "annotation_t00000_v3.jsonl"
 
 
@@ -39,11 +40,14 @@ def test_save_is_byte_identical_to_the_flat_format(reference_case, tmp_path):
     header = json.loads(saved[0])
     assert header.pop("episode") == trace.episode.to_json() == {
         "frames": 770, "horizon": 1001, "stopped": "success", "goal": ["green ball", "blue ball"]}
+    assert header.pop("bodies")[-1] == {"name": "red ball", "color": "red", "shape": "ball", "dynamic": True,
+                                        "role": "agent"}
     assert json.dumps(header) == reference[0] and saved[1:] == reference[1:]
     loaded = Annotation.load(REFERENCE)
     assert loaded.equals(ann) and loaded.patterns == ann.patterns and loaded.episode is None
     assert loaded.save(tmp_path / "b.jsonl").read_bytes() == REFERENCE.read_bytes()
-    assert Annotation.load(tmp_path / "a.jsonl").episode == trace.episode
+    again = Annotation.load(tmp_path / "a.jsonl")
+    assert again.episode == trace.episode and [b.name for b in again.bodies] == trace.names
 
 
 def test_annotator_stores_what_detectors_return(reference_case):

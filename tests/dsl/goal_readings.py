@@ -7,8 +7,9 @@ The words are read with the definitions the README gives them:
 
 - "the green object" / "the blue object": any body of that colour (none in the scene: the
   goal cannot hold); "the red ball": the agent's ball;
-- a *touch*: a stretch of contact, contacts apart for at most 2 frames being one touch;
-  "touches" anything means some contact row exists; a touch "after" X begins after X begins;
+- a *touch*: a stretch of contact, contacts apart for at most 2 frames being one touch
+  (touching "at the end": inside a touch at the episode's last frame); "never touches" means
+  no contact row at all; a touch "after" X begins after X begins;
 - times are fractions of the episode's horizon (``meta["horizon"]`` frames);
 - "very close": surfaces within 5 px (0 while touching);
 - "stopped moving": speed under 1 px/s and spin under 0.1 rad/s for at least 0.5 s;
@@ -78,15 +79,23 @@ class Reading:
         hi = self.T - 1 if hi is None else min(hi, self.T - 1)
         return any(self.touch[lo:hi + 1, i, j].any() for i in A for j in B if i != j)
 
-    def touch_starts(self, A, B) -> list[int]:
-        """First frames of the touches between bodies of A and bodies of B (each pair once)."""
+    def touches(self, A, B) -> list[tuple[int, int]]:
+        """(first, last contact frame) of the touches between bodies of A and B (each pair once)."""
         out = []
         for i, j in {tuple(sorted((i, j))) for i in A for j in B if i != j}:
             frames = np.flatnonzero(self.touch[:, i, j])
             if frames.size:
-                new = np.concatenate(([True], np.diff(frames) > GAP + 1))
-                out += frames[new].tolist()
+                new = np.flatnonzero(np.concatenate(([True], np.diff(frames) > GAP + 1)))
+                out += [(int(frames[a]), int(frames[b - 1])) for a, b in zip(new, [*new[1:], frames.size])]
         return sorted(out)
+
+    def touch_starts(self, A, B) -> list[int]:
+        """First frames of the touches between bodies of A and bodies of B (each pair once)."""
+        return [a for a, _ in self.touches(A, B)]
+
+    def touching_at(self, A, B, f: int) -> bool:
+        """In a touch at frame f (one still on when the trace ends less than 3 frames after its last contact)."""
+        return any(a <= f <= b or (f > b and self.H - 1 - b <= GAP) for a, b in self.touches(A, B))
 
     def gap(self, A, B, lo: int, hi: int) -> float:
         """Smallest surface distance between bodies of A and B over frames lo..hi (0 touching)."""
@@ -176,7 +185,7 @@ def read_goals(trace: Trace) -> dict[str, bool]:
     LW, RW, TW = r.named("left wall"), r.named("right wall"), r.named("top wall")
     gb = r.touch_starts(G, B)
     out = {}
-    out["a01"] = r.contact(G, B, r.frame(1.0), r.frame(1.0)) and bool(gb) and not r.contact(R, G)
+    out["a01"] = r.touching_at(G, B, r.frame(1.0)) and bool(gb) and not r.contact(R, G)
     out["a02"] = bool(gb) and not r.contact(R, G, *r.lo_hi(0, 0.2))
     wall = r.touch_starts(G, LW)
     out["a03"] = bool(wall) and any(f > wall[0] for f in r.touch_starts(R, G)) and not r.contact(G, RW)

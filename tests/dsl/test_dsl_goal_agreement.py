@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from goal_readings import read_goals
@@ -59,13 +60,28 @@ def test_verdicts_agree_with_a_direct_reading_of_the_goals(verdicts):
     assert sum(direct for _, direct in verdicts.values()) >= 20
 
 
+def keeps_touching(stopped, full) -> bool:
+    """Whether the full run bears out what a stop at success lets programs assume: the success
+    pair keeps touching (contacts apart for at most 2 frames are one touch). PHYRE ends a solved
+    episode there; run on, the green ball can still roll away (template 00000, variant 0)."""
+    if stopped.num_frames == stopped.horizon:
+        return True
+    frames = np.flatnonzero(full.pair_touching(*stopped.episode.goal))
+    after = frames[frames >= stopped.num_frames - 1]
+    return after.size > 0 and after[0] == stopped.num_frames - 1 and after[-1] >= full.num_frames - 3 and \
+        bool((np.diff(after) <= 3).all())
+
+
 def test_determined_verdicts_of_stopped_rollouts_are_the_full_runs(programs):
-    undetermined = checked = 0
+    undetermined = checked = broken = 0
     for case in cases(1):
         stopped, full = rollout(*case, full=False), rollout(*case)
         if stopped is None:
             continue
         assert stopped.horizon == full.horizon == full.num_frames == 1001
+        if not keeps_touching(stopped, full):
+            broken += 1
+            continue
         for goal, program in programs.items():
             res = program.evaluate(None, stopped)
             checked += 1
@@ -74,4 +90,4 @@ def test_determined_verdicts_of_stopped_rollouts_are_the_full_runs(programs):
             else:
                 undetermined += 1
                 assert stopped.num_frames < stopped.horizon
-    assert checked >= 450 and undetermined < checked
+    assert checked >= 400 and undetermined < checked and broken <= 5
