@@ -12,13 +12,7 @@ the result of ``NOT(node)``; both keep ``score == 1.0`` exactly when
 says whether the verdict holds whatever happened in the frames an early
 stop left unsimulated (`simpatterns.dsl.runtime`).
 
-Events have a duration, declared by their pattern's detector (``DURATION``):
-an *instant* happens at its frame; an *interval* starts at its frame and
-lasts ``frames`` frames. One rule serves every predicate: an event *happens*
-at its start (AFTER, BEFORE, FIRST and LAST order events by their starts),
-and *occurs in* a window when it is active at some frame of it (EVENT,
-COUNT, NEVER, ALWAYS, and the windows of AFTER, BEFORE, FIRST and LAST).
-So ALWAYS(p, w) and NEVER(p, w) never both hold when p occurs in w.
+Events have a duration (`DURATION_RULE`).
 """
 
 from __future__ import annotations
@@ -33,6 +27,21 @@ import numpy as np
 from simpatterns.dsl.matching import ParamMatcher, normalize_text
 from simpatterns.dsl.references import is_wildcard, parse_reference
 from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed, in_window, inverse_log
+
+DURATION_RULE = """\
+Events have a duration, declared by their pattern's detector (``DURATION``):
+an *instant* happens at its frame; an *interval* starts at its frame and
+lasts ``frames`` frames (the library lists which patterns last). One rule
+serves every predicate: an event *happens* at its start (AFTER, BEFORE,
+FIRST and LAST order events by their starts), and *occurs in* a window when
+it is active at some frame of it (EVENT, COUNT, NEVER, ALWAYS, and the
+windows of AFTER, BEFORE, FIRST and LAST). So ALWAYS(p, w) and NEVER(p, w)
+never both hold when p occurs in w. For a "comes to rest" event at frame 300
+lasting 100 frames: EVENT(..., window=(0.35, 0.4)) holds (it is still at
+rest at frames 350-400), ALWAYS(..., window=(0.3, 0.39)) holds,
+NEVER(..., window=(0.35, 0.4)) fails, and AFTER("comes to rest", "touch
+start") asks for a touch starting after frame 300. A program compiled
+without a library knows no declarations: every event is then an instant."""
 
 REQUIRED = object()
 TOUCH_GAP = 2  # frames apart that do not break a touch: the built-in "touch start"/"touch end" MERGE_GAP
