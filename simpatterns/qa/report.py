@@ -42,7 +42,10 @@ class RunScores:
 
     @property
     def conditions(self) -> list[str]:
-        return list(dict.fromkeys(s.condition for s in self.scores))
+        """Conditions in the order the run asked them."""
+        present = list(dict.fromkeys(s.condition for s in self.scores))
+        asked = (self.info.get("settings") or {}).get("conditions") or []
+        return [c for c in asked if c in present] + [c for c in present if c not in asked]
 
 
 def questions_of_run(run_dir: str | os.PathLike, questions: str | os.PathLike | None = None) -> list[Question]:

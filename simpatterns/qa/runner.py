@@ -136,13 +136,13 @@ def read_run(run_dir: str | os.PathLike) -> dict[str, Any]:
 
 
 def _check_same_run(old: dict[str, Any], new: dict[str, Any], run_dir: Path) -> None:
-    for key in ("questions_digest", "library", "settings"):
+    for key, what in (("questions_digest", "questions"), ("library", "library"), ("settings", "settings")):
         a, b = old.get(key), new.get(key)
         if key == "settings" and isinstance(a, dict) and isinstance(b, dict):
             a = {k: v for k, v in a.items() if k != "conditions"}
             b = {k: v for k, v in b.items() if k != "conditions"}
         if a != b:
-            raise RunError(f"{run_dir} holds a run with a different {key} (see {run_dir / RUN_FILE}); "
+            raise RunError(f"{run_dir} holds a run with different {what} (see {run_dir / RUN_FILE}); "
                            "use another --out directory, or delete it to start over")
 
 

@@ -1,0 +1,74 @@
+"""Self-discovery with Q&A retention: a proposed pattern is kept only if held-out accuracy rises by the
+margin, and the run records why each candidate was kept or dropped (scripted server, real sandbox)."""
+
+from __future__ import annotations
+
+import json
+
+from simpatterns.evolve.config import EvolveConfig
+from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.llm import make_client
+from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
+from simpatterns.qa.context import ContextBuilder
+from simpatterns.qa.runner import read_responses
+from simpatterns.qa.scripted import marker_rules
+from simpatterns.qa.selfdiscovery import SelfDiscoveryConfig, reasoning_texts, self_discover, split_rollouts
+
+
+def test_split_is_seeded_and_leaves_three_to_discover_on(dataset):
+    _, questions = dataset
+    a = split_rollouts(questions, 0.5, seed=3)
+    assert a == split_rollouts(questions, 0.5, seed=3)
+    disc, held = a
+    assert len(disc) == 5 and len(held) == 5 and not set(disc) & set(held)
+    disc, held = split_rollouts(questions, 0.95, seed=3)
+    assert len(disc) == 3
+
+
+def test_kept_only_if_heldout_accuracy_improves(dataset, builtin, tmp_path):
+    root, questions = dataset
+    qs = [q for q in questions if q.template not in (2, 22)]  # no question names a pattern
+    base = builtin.subset(["collision start", "collision end", "task complete"])
+    proposal = json.dumps([{"label": "airborne", "description": "A dynamic body touches nothing for a while."},
+                           {"label": "wall graze", "description": "A body brushes a wall."},
+                           {"label": "quiet spell", "description": "Nothing moves for a while."}])
+    good = "```python\n" + builtin.get("airborne").source + "```"
+    quiet = "```python\n" + builtin.get("global rest").source.replace('"global rest"', '"quiet spell"') + "```"
+    rules = [Rule(contains="Propose up to", replies=[Reply(proposal)]),
+             Rule(contains="Pattern to detect: 'airborne'", replies=[Reply(good)]),
+             Rule(contains="Pattern to detect: 'wall graze'", replies=[Reply("no code today")]),
+             Rule(contains="Pattern to detect: 'quiet spell'", replies=[Reply(quiet)])]
+    builder = ContextBuilder(root, base)
+    # the Q&A "model" is right exactly when the annotation shows airborne events
+    rules += marker_rules(qs, builder, "airborne:")
+    ecfg = EvolveConfig(samples_per_label=2, batch_size=2, seed=5, sandbox=SandboxLimits(timeout_s=5, smoke_timeout_s=2))
+    ecfg.fitness.theta = -1e9  # the evolver accepts whatever scores: retention is the Q&A's decision here
+    cfg = SelfDiscoveryConfig(k=3, margin=0.05, seed=1, evolve=ecfg)
+    with ScriptedLLMServer(rules=rules) as server:
+        client = make_client("openai", base_url=server.base_url, concurrency=4)
+        record = self_discover(qs, root, base, client, tmp_path / "sd", cfg)
+        client.close()
+        asked = [r for r in server.requests if "Propose up to" in r["messages"][-1]["content"]]
+    # the reasoning of the Q&A run reached the proposal prompt
+    assert len(asked) == 1 and "Reasoning: Hard to say." in asked[0]["messages"][-1]["content"]
+    decisions = {d["label"]: d for d in record["rounds"][0]["decisions"]}
+    assert decisions["airborne"]["kept"] and decisions["airborne"]["accuracy_without"] == 0.0
+    assert decisions["airborne"]["accuracy_with"] == 1.0 and decisions["airborne"]["gain"] >= 0.05
+    assert decisions["airborne"]["heldout_questions"] == sum(q.rollout_id in record["heldout_rollouts"] for q in qs)
+    assert not decisions["wall graze"]["kept"] and decisions["wall graze"]["stage"] == "discovery"
+    quiet = decisions["quiet spell"]  # evolved and accepted, but the answers do not improve: dropped
+    assert not quiet["kept"] and quiet["stage"] == "q&a" and quiet["gain"] == 0.0 and "< margin" in quiet["why"]
+    saved = json.loads((tmp_path / "sd" / "decisions.json").read_text())
+    assert saved["rounds"][0]["library"] == base.order() + ["airborne"]
+    assert json.loads((tmp_path / "sd" / "library" / "library.json").read_text())["patterns"][-1]["label"] == "airborne"
+
+
+def test_reasoning_texts_put_wrong_answers_first(dataset):
+    _, questions = dataset
+    qs = [q for q in questions if q.answer_type == "yesno"][:4]
+    responses = [{"qid": q.id, "condition": "annotation",
+                  "response": f"because {i}\nANSWER: {q.answer if i % 2 else ('no' if q.answer == 'yes' else 'yes')}"}
+                 for i, q in enumerate(qs)]
+    texts = reasoning_texts(qs, responses, 3)
+    assert len(texts) == 3 and texts[0].endswith("(wrong)") and texts[1].endswith("(wrong)")
+    assert "Reasoning: because 0" in texts[0] and "ANSWER" not in texts[0]
