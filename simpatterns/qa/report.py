@@ -179,6 +179,10 @@ def plot_library_curve(curve: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _dependents(n: int) -> str:
+    return "" if n == 0 else f" (+{n} dependent{'s' if n > 1 else ''})"
+
+
 def plot_importance(imp: dict[str, Any], path: Path) -> Path:
     plt = _plt()
     rows = sorted(imp["patterns"], key=lambda r: -r["importance"])
@@ -189,8 +193,7 @@ def plot_importance(imp: dict[str, Any], path: Path) -> Path:
     colours = [COLOURS[0] if v >= 0 else COLOURS[3] for v in vals]
     ax.barh(y, vals, xerr=err if any(err) else None, color=colours, capsize=2)
     ax.set_yticks(y)
-    ax.set_yticklabels([r["label"] + (f" (+{len(r['removed']) - 1} dependent)" if len(r["removed"]) > 1 else "")
-                        for r in rows], fontsize=8)
+    ax.set_yticklabels([r["label"] + _dependents(len(r["removed"]) - 1) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("importance: % drop in accuracy when removed (with its dependents)")

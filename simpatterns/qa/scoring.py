@@ -11,7 +11,9 @@ and two baselines computed on the same questions:
   a count of 0..max: 1/(max + 1); a percentage: the share of [0, 100]
   within the tolerance of the gold answer);
 - majority: per template, always giving the answer that is right most often
-  (for percentages the constant with the most gold answers within tolerance).
+  among the template's other questions (leave-one-out, so a small set cannot
+  score itself; for percentages the constant with the most gold answers
+  within tolerance); a template asked once counts its random chance.
 
 Groups are computed over all questions and over the stable ones only
 (answers that survive a 1 px nudge of the action).
@@ -47,22 +49,33 @@ def random_chance(q: Question) -> float:
     raise ValueError(f"unknown answer type {q.answer_type!r}")
 
 
-def _majority_hits(qs: Sequence[Question]) -> dict[str, bool]:
-    """Per question id: right under the template's majority answer."""
-    out: dict[str, bool] = {}
+def _majority_hits(qs: Sequence[Question]) -> dict[str, float]:
+    """Per question id: whether the majority answer of the OTHER questions of its template is right
+    (leave-one-out, so a template asked once or twice does not score itself); the random chance when
+    the template has no other question."""
+    out: dict[str, float] = {}
     by_t: dict[int, list[Question]] = defaultdict(list)
     for q in qs:
         by_t[q.template].append(q)
+    grid = np.arange(0.0, 100.01, 0.5)
     for group in by_t.values():
+        if len(group) == 1:
+            out[group[0].id] = random_chance(group[0])
+            continue
         if group[0].answer_type == "percent":
-            golds = np.array([float(q.answer) for q in group])
-            grid = np.arange(0.0, 100.01, 0.5)
-            hits = (np.abs(golds[None, :] - grid[:, None]) <= PERCENT_TOLERANCE).sum(axis=1)
-            best = grid[int(np.argmax(hits))]
-            out.update({q.id: abs(float(q.answer) - best) <= PERCENT_TOLERANCE for q in group})
+            near = np.abs(np.array([float(q.answer) for q in group])[None, :] - grid[:, None]) <= PERCENT_TOLERANCE
+            total = near.sum(axis=1)
+            for k, q in enumerate(group):
+                best = grid[int(np.argmax(total - near[:, k]))]
+                out[q.id] = float(abs(float(q.answer) - best) <= PERCENT_TOLERANCE)
         else:
-            key = Counter(_key(q.answer) for q in group).most_common(1)[0][0]
-            out.update({q.id: _key(q.answer) == key for q in group})
+            counts = Counter(_key(q.answer) for q in group)
+            for q in group:
+                own = _key(q.answer)
+                others = [(c - (k == own), str(k)) for k, c in counts.items()]
+                best_count = max(c for c, _ in others)
+                best = min(s for c, s in others if c == best_count)  # ties: the first answer by its text
+                out[q.id] = float(str(own) == best)
     return out
 
 
@@ -86,7 +99,7 @@ class Graded:
     jaccard: float | None
     stable: bool | None
     chance: float
-    majority: bool
+    majority: float
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -173,7 +173,7 @@ def _touch_count_instances(t: QuestionTemplate, rf: RolloutFacts) -> list[Instan
     return out
 
 
-def _percent_fn(mask_of: Callable[[TraceFacts, dict[str, int]], np.ndarray]) -> AnswerFn:
+def _pct(mask_of: Callable[[TraceFacts, dict[str, int]], np.ndarray]) -> AnswerFn:
     def answer(rf: RolloutFacts, s: dict[str, Any], cut: int | None) -> float:
         ids = {k: rf.facts.index(v) for k, v in s.items() if k in ("a", "b")}
         return rf.facts.percent(mask_of(rf.facts, ids))
@@ -343,6 +343,18 @@ def _prediction_fn(pred: Prediction) -> AnswerFn:
     return answer
 
 
+def _cut_instances(rf: RolloutFacts, slots: dict[str, Any], cuts: np.ndarray, yes_at: np.ndarray) -> list[Instance]:
+    """Up to ``cuts_per_answer`` of ``cuts`` whose answer (``yes_at[cut]``) is yes and as many that are no,
+    spread evenly over the cut range (deterministic)."""
+    out = []
+    for want in (True, False):
+        chosen = cuts[yes_at[cuts] == want]
+        n = min(chosen.size, rf.rules.cuts_per_answer)
+        for c in chosen[np.linspace(0, chosen.size - 1, n).astype(int)].tolist() if n else []:
+            out.append(Instance(dict(slots, tc=round(c * rf.facts.dt, 2)), "yes" if want else "no", cut_frame=int(c)))
+    return out
+
+
 def _prediction_instances(pred: Prediction, fillings: Callable[[RolloutFacts], list[dict[str, Any]]]
                           ) -> Callable[[QuestionTemplate, RolloutFacts], list[Instance]]:
     def instances(t: QuestionTemplate, rf: RolloutFacts) -> list[Instance]:
@@ -353,15 +365,7 @@ def _prediction_instances(pred: Prediction, fillings: Callable[[RolloutFacts], l
         for slots in fillings(rf):
             ev, decided = pred.event(rf, slots), pred.decided(rf, slots)
             after = _after(ev)
-            ok = cuts[~decided[cuts]]
-            for want in (True, False):
-                chosen = ok[after[ok] == want]
-                # spread the kept cuts over the range: deterministic, no rng needed here
-                pick = chosen[np.linspace(0, chosen.size - 1, min(chosen.size, rf.rules.cuts_per_answer)).astype(int)] \
-                    if chosen.size else chosen
-                for c in pick.tolist():
-                    s = dict(slots, tc=round(c * rf.facts.dt, 2))
-                    out.append(Instance(s, "yes" if want else "no", cut_frame=int(c)))
+            out += _cut_instances(rf, slots, cuts[~decided[cuts]], after)
         return out
     return instances
 
@@ -437,15 +441,6 @@ def _first_ground_decided(rf: RolloutFacts, s: dict[str, Any]) -> np.ndarray:
     return np.logical_or.accumulate(g)
 
 
-def _line_event(axis: int) -> Callable[[RolloutFacts, dict[str, Any]], np.ndarray]:
-    """Frames where body a is on the other side of the line through b's initial centre than at frame 0
-    -- used relative to the cut: see `_crossing`."""
-    def offset(rf: RolloutFacts, s: dict[str, Any]) -> np.ndarray:
-        tr = rf.facts.trace
-        return tr.position[:, _idx(rf, s, "a"), axis] - tr.position[0, _idx(rf, s, "b"), axis]
-    return offset
-
-
 @dataclass(frozen=True)
 class Crossing:
     """Crossing the line through b's initial centre (axis 0: vertical line, 1: horizontal) after the cut."""
@@ -453,7 +448,9 @@ class Crossing:
     axis: int
 
     def offset(self, rf: RolloutFacts, s: dict[str, Any]) -> np.ndarray:
-        return _line_event(self.axis)(rf, s)
+        """``[T]``: a's centre minus the line's coordinate (b's initial centre), along the axis."""
+        pos = rf.facts.trace.position
+        return pos[:, _idx(rf, s, "a"), self.axis] - pos[0, _idx(rf, s, "b"), self.axis]
 
     def answer(self, rf: RolloutFacts, s: dict[str, Any], cut: int | None) -> str:
         assert cut is not None
@@ -470,15 +467,8 @@ class Crossing:
             d = self.offset(rf, slots)
             ok = cuts[np.abs(d[cuts]) > rf.rules.cross_tolerance_px]
             # later frames on the other side of the line than at each cut
-            pos_after, neg_after = _after(d > 0), _after(d < 0)
-            crosses = np.where(d > 0, neg_after, pos_after)
-            for want in (True, False):
-                chosen = ok[crosses[ok] == want]
-                pick = chosen[np.linspace(0, chosen.size - 1, min(chosen.size, rf.rules.cuts_per_answer)).astype(int)] \
-                    if chosen.size else chosen
-                for c in pick.tolist():
-                    s = dict(slots, tc=round(c * rf.facts.dt, 2))
-                    out.append(Instance(s, "yes" if want else "no", cut_frame=int(c)))
+            crosses = np.where(d > 0, _after(d < 0), _after(d > 0))
+            out += _cut_instances(rf, slots, ok, crosses)
         return out
 
 
@@ -497,10 +487,6 @@ def _t(id: int, name: str, family: str, answer_type: str, text: str, answer_fn: 
        instances_fn: Callable[[QuestionTemplate, RolloutFacts], list[Instance]], rule: str,
        allow_none: bool = False) -> QuestionTemplate:
     return QuestionTemplate(id, name, family, answer_type, text, answer_fn, instances_fn, allow_none, rule)
-
-
-def _pct(mask_of: Callable[[TraceFacts, dict[str, int]], np.ndarray]) -> AnswerFn:
-    return _percent_fn(mask_of)
 
 
 TEMPLATES: tuple[QuestionTemplate, ...] = (

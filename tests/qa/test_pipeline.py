@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PIL import Image
 
 from simpatterns.llm import make_client

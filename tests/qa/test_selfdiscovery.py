@@ -10,7 +10,6 @@ from simpatterns.evolve.sandbox import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 from simpatterns.qa.context import ContextBuilder
-from simpatterns.qa.runner import read_responses
 from simpatterns.qa.scripted import marker_rules
 from simpatterns.qa.selfdiscovery import SelfDiscoveryConfig, reasoning_texts, self_discover, split_rollouts
 
