@@ -11,8 +11,11 @@
    *stable* when no answer flips (percentages within the scoring tolerance).
 3. Selection (serial, seeded): ``questions_per_rollout`` different templates
    per rollout, the least used templates first, so every template is asked
-   about as often; yes/no templates take the instance whose answer is the
-   template's minority answer so far, so yes and no stay balanced.
+   about as often. Answers are balanced per template (`answer_class`): a
+   yes/no template takes an instance of its scarcer answer so far, a
+   percentage template alternates zero and non-zero answers, a template that
+   allows "none" alternates "none" and an object; a template whose scarcer
+   class a rollout cannot give waits for a rollout that can.
 
 Rollouts are written as they finish and reused by a re-run, so an interrupted
 build resumes; the questions file is written once, atomically, at the end.
@@ -36,6 +39,7 @@ from simpatterns.parallel import WorkerSetup, parallel_map
 from simpatterns.qa.facts import TraceFacts
 from simpatterns.qa.questions import (
     DATASET_FILE,
+    NONE,
     PERCENT_TOLERANCE,
     QUESTIONS_FILE,
     ROLLOUTS_DIR,
@@ -191,11 +195,39 @@ def _answer_on(t: Any, rf: RolloutFacts, inst: Instance) -> bool:
 
 
 # ------------------------------------------------------------------ selection
+def balance_classes(t: Any) -> tuple[str, ...]:
+    """The classes a template's answers are balanced over: yes / no; a percentage of zero or not;
+    "none" or an object where "none" is allowed; () when not balanced."""
+    if t.answer_type == "yesno":
+        return ("yes", "no")
+    if t.answer_type == "percent":
+        return ("zero", "nonzero")
+    if t.answer_type == "object" and t.allow_none:
+        return ("none", "object")
+    return ()
+
+
+def answer_class(t: Any, answer: Any) -> str | None:
+    if t.answer_type == "yesno":
+        return str(answer)
+    if t.answer_type == "percent":
+        return "zero" if float(answer) == 0.0 else "nonzero"
+    if t.answer_type == "object" and t.allow_none:
+        return "none" if answer == NONE else "object"
+    return None
+
+
 def select_questions(results: Sequence[dict[str, Any]], cfg: GenerateConfig) -> list[Question]:
     """Pick the questions from the candidates of every rollout (see the module docstring)."""
     used = {t: 0 for t in cfg.question_templates}
-    yes_no = {t: [0, 0] for t in cfg.question_templates}
+    seen: dict[int, dict[str, int]] = {t: {} for t in cfg.question_templates}
     questions: list[Question] = []
+
+    def wanted(t: int) -> str | None:
+        """The class this template has been given least so far (None: not balanced)."""
+        classes = balance_classes(get_template(t))
+        return min(classes, key=lambda c: (seen[t].get(c, 0), classes.index(c))) if classes else None
+
     for res in sorted(results, key=lambda r: r["index"]):
         if not res["candidates"]:
             continue
@@ -203,26 +235,21 @@ def select_questions(results: Sequence[dict[str, Any]], cfg: GenerateConfig) -> 
         jitter = rng.random(len(cfg.question_templates))
 
         def priority(t: int) -> tuple[float, float]:
-            # a yes/no template whose minority answer this rollout cannot give waits for one that can
-            lacks = False
-            if get_template(t).answer_type == "yesno" and res["candidates"].get(t):
-                want = "yes" if yes_no[t][0] <= yes_no[t][1] else "no"
-                lacks = not any(c["answer"] == want for c in res["candidates"][t])
+            # a balanced template whose scarcer class this rollout cannot give waits for one that can
+            want, cands = wanted(t), res["candidates"].get(t)
+            lacks = bool(cands) and want is not None and not any(
+                answer_class(get_template(t), c["answer"]) == want for c in cands)
             return (used[t] + (1.0 if lacks else 0.0), jitter[cfg.question_templates.index(t)])
 
         order = sorted(cfg.question_templates, key=priority)
         picked = [t for t in order if res["candidates"].get(t)][: cfg.questions_per_rollout]
         for k, tid in enumerate(sorted(picked)):
-            t = get_template(tid)
-            cands = res["candidates"][tid]
-            if t.answer_type == "yesno":
-                want = "yes" if yes_no[tid][0] <= yes_no[tid][1] else "no"
-                pool = [c for c in cands if c["answer"] == want] or cands
-            else:
-                pool = cands
+            t, cands, want = get_template(tid), res["candidates"][tid], wanted(tid)
+            pool = [c for c in cands if answer_class(t, c["answer"]) == want] or cands
             c = pool[int(rng.integers(len(pool)))]
-            if t.answer_type == "yesno":
-                yes_no[tid][0 if c["answer"] == "yes" else 1] += 1
+            cls = answer_class(t, c["answer"])
+            if cls is not None:
+                seen[tid][cls] = seen[tid].get(cls, 0) + 1
             used[tid] += 1
             questions.append(_question(res, t, c, k))
     return questions

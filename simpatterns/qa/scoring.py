@@ -11,9 +11,9 @@ and two baselines computed on the same questions:
   a count of 0..max: 1/(max + 1); a percentage: the share of [0, 100]
   within the tolerance of the gold answer);
 - majority: per template, always giving the answer that is right most often
-  among the template's other questions (leave-one-out, so a small set cannot
-  score itself; for percentages the constant with the most gold answers
-  within tolerance); a template asked once counts its random chance.
+  over the whole data set (for percentages the constant with the most gold
+  answers within tolerance). Score a subset against its full questions file
+  (`report.score_run` does), or a template asked once or twice scores itself.
 
 Groups are computed over all questions and over the stable ones only
 (answers that survive a 1 px nudge of the action).
@@ -50,32 +50,23 @@ def random_chance(q: Question) -> float:
 
 
 def _majority_hits(qs: Sequence[Question]) -> dict[str, float]:
-    """Per question id: whether the majority answer of the OTHER questions of its template is right
-    (leave-one-out, so a template asked once or twice does not score itself); the random chance when
-    the template has no other question."""
+    """Per question id: whether its template's majority answer is right (majority over ``qs``, the
+    whole data set; ties go to the first answer by its text)."""
     out: dict[str, float] = {}
     by_t: dict[int, list[Question]] = defaultdict(list)
     for q in qs:
         by_t[q.template].append(q)
     grid = np.arange(0.0, 100.01, 0.5)
     for group in by_t.values():
-        if len(group) == 1:
-            out[group[0].id] = random_chance(group[0])
-            continue
         if group[0].answer_type == "percent":
-            near = np.abs(np.array([float(q.answer) for q in group])[None, :] - grid[:, None]) <= PERCENT_TOLERANCE
-            total = near.sum(axis=1)
-            for k, q in enumerate(group):
-                best = grid[int(np.argmax(total - near[:, k]))]
-                out[q.id] = float(abs(float(q.answer) - best) <= PERCENT_TOLERANCE)
+            golds = np.array([float(q.answer) for q in group])
+            best = grid[int(np.argmax((np.abs(golds[None, :] - grid[:, None]) <= PERCENT_TOLERANCE).sum(axis=1)))]
+            out.update({q.id: float(abs(float(q.answer) - best) <= PERCENT_TOLERANCE) for q in group})
         else:
-            counts = Counter(_key(q.answer) for q in group)
-            for q in group:
-                own = _key(q.answer)
-                others = [(c - (k == own), str(k)) for k, c in counts.items()]
-                best_count = max(c for c, _ in others)
-                best = min(s for c, s in others if c == best_count)  # ties: the first answer by its text
-                out[q.id] = float(str(own) == best)
+            counts = Counter(str(_key(q.answer)) for q in group)
+            top = max(counts.values())
+            best = min(k for k, c in counts.items() if c == top)
+            out.update({q.id: float(str(_key(q.answer)) == best) for q in group})
     return out
 
 
@@ -106,7 +97,8 @@ class Graded:
 
 
 def grade_run(questions: Sequence[Question], responses: Iterable[dict[str, Any]]) -> list[Graded]:
-    """Grade stored responses; responses to questions not in ``questions`` are ignored."""
+    """Grade stored responses; responses to questions not in ``questions`` are ignored. The majority
+    baseline is taken over all of ``questions``."""
     by_id = {q.id: q for q in questions}
     majority = _majority_hits(questions)
     out = []

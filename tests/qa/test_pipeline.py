@@ -76,7 +76,8 @@ def test_random_answers_score_near_the_random_baseline(dataset, builtin, tmp_pat
     chance = np.array([g.chance for g in rs.graded])
     sd = np.sqrt((chance * (1 - chance)).sum()) / chance.size / np.sqrt(len(accs))
     assert abs(np.mean(accs) - chance.mean()) < 3.5 * sd, (accs, chance.mean())
-    assert s.majority > chance.mean()  # the majority baseline is the stronger one
+    # yes/no answers are balanced per template: always answering the majority gets little more than half
+    assert 0.5 <= find(rs.scores, "objects", "family:prediction").majority <= 0.75
 
 
 def test_conditions_build_their_messages(dataset, builtin):
