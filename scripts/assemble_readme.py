@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs"]
+ORDER = ["templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs", "qa"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 

@@ -199,6 +199,9 @@ class ContextBuilder:
     annotations: dict[tuple[str, int | None], Annotation] = field(default_factory=dict)
     _traces: dict[str, Trace] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
     @classmethod
     def for_questions(cls, questions_path: str | Path, library: Any, **kwargs: Any) -> "ContextBuilder":
         return cls(dataset_root(questions_path), library, **kwargs)

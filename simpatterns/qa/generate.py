@@ -86,12 +86,11 @@ def same_answer(answer_type: str, a: Any, b: Any) -> bool:
 def sample_scenes(cfg: GenerateConfig) -> list[tuple[str, int, str]]:
     """(PHYRE template, variant, action kind) per scene instance, seeded."""
     from simpatterns.simulators.phyre import TEMPLATES as PHYRE
+    from simpatterns.simulators.phyre import get_template as phyre_template
 
     ids = list(cfg.phyre_templates) if cfg.phyre_templates else sorted(PHYRE)
     pool = []
     for tid in ids:
-        from simpatterns.simulators.phyre import get_template as phyre_template
-
         t = phyre_template(tid)
         pool += [(t.id, v) for v in range(t.num_variants)]
     if not pool:

@@ -32,6 +32,7 @@ from simpatterns.qa.questions import Question
 RUN_FORMAT = "simpatterns-qa-run"
 RUN_VERSION = 1
 RUN_FILE = "run.json"
+MAX_FAILURES_IN_A_ROW = 8  # then the server is down or refuses everything: stop instead of trying every question
 RESPONSES_FILE = "responses.jsonl"
 SUMMARIES_FILE = "summaries.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -201,10 +202,16 @@ async def _ask_all(pending: list[tuple[Question, str]], builder: ContextBuilder,
 
     sem = asyncio.Semaphore(max(1, int(getattr(client, "concurrency", 1))))
     summary_tasks: dict[str, asyncio.Task] = {}
+    in_a_row = [0]  # failures since the last answer
+
+    class Stopped(Exception):
+        """The run stopped (budget, failures) while this request waited for its turn."""
 
     async def complete(messages: list[dict[str, Any]], seed: int, max_tokens: int) -> Any:
         req = ChatRequest(messages, temperature=settings.temperature, seed=seed, max_tokens=max_tokens)
         async with sem:
+            if outcome.stopped:
+                raise Stopped()
             return req, await client.acomplete_one(req)
 
     async def summary_of(q: Question) -> tuple[str, str]:
@@ -235,16 +242,22 @@ async def _ask_all(pending: list[tuple[Question, str]], builder: ContextBuilder,
                     extra = {"summary": summary, "summary_hash": h}
                 messages = builder.messages(q, condition, summary)
                 req, comp = await complete(messages, request_seed(settings.seed, q.id, condition), settings.max_tokens)
+            except Stopped:
+                return
             except LLMBudgetExceeded as exc:
-                outcome.stopped = str(exc)
+                outcome.stopped = outcome.stopped or str(exc)
                 return
             except LLMError as exc:
                 outcome.failed += 1
+                in_a_row[0] += 1
                 if len(outcome.errors) < 20:
                     outcome.errors.append(f"{q.id} [{condition}]: {exc}")
                 if log:
                     bar.log(f"{q.id} [{condition}]: {exc}")
+                if in_a_row[0] >= MAX_FAILURES_IN_A_ROW and not outcome.stopped:
+                    outcome.stopped = f"{in_a_row[0]} requests failed in a row, the last with: {exc}"
                 return
+            in_a_row[0] = 0
             responses.append({"qid": q.id, "condition": condition, "response": comp.text,
                               "finish_reason": (comp.finish_reasons or [""])[0], "prompt_hash": req.prompt_hash,
                               "usage": comp.usage.to_dict(), "model": comp.model, **extra})

@@ -493,7 +493,8 @@ TEMPLATES: tuple[QuestionTemplate, ...] = (
     _t(1, "touch_count", COUNTS, "integer",
        "How many distinct objects does the {a} touch between {t0} s and {t1} s? The ground and the walls count "
        "as objects.", _touch_count, _touch_count_instances,
-       "bodies other than a with a contact row with a in any frame of [t0, t1] (frames rounded to the nearest)"),
+       "bodies other than a that touch a in any frame of [t0, t1] (times rounded to the nearest frame); the ground and "
+       "the walls count"),
     _t(2, "pattern_objects", IDENTIFICATION, "objects",
        "\"{pattern}\" happened with which object(s)? Name every object involved in any \"{pattern}\" event.",
        _pattern_objects, _pattern_objects_instances,
@@ -521,12 +522,13 @@ TEMPLATES: tuple[QuestionTemplate, ...] = (
     _t(7, "first_collision", IDENTIFICATION, "object",
        "What is the first object that the {a} collides with? Contacts already present at the start do not count; "
        "answer none if it never collides.", _first_collision, _first_collision_instances,
-       "partner of the earliest contact start at frame >= 1 (a pair not touching the frame before); none if "
-       "there is none; not asked when two bodies are hit in the same frame", allow_none=True),
+       "partner of a's earliest contact start at frame >= 1 (contacts present at frame 0, and a touch resumed "
+       "after a flicker, do not start anything); none if there is none; not asked when two bodies are hit in the same "
+       "frame", allow_none=True),
     _t(8, "pct_any_collision", COUNTS, "percent",
        "What percentage of frames contain at least one collision involving the {a} (with any object or wall)?",
        _pct(lambda f, i: f.contact_with(i["a"], np.ones(f.N, bool))), _subject_instances(True),
-       "frames where a has any contact row"),
+       "frames where a touches any body"),
     _t(9, "pct_object_collision", COUNTS, "percent",
        "What percentage of frames contain a collision between the {a} and any other object (excluding walls and "
        "ground)?", _pct(lambda f, i: f.contact_with(i["a"], ~f.border)), _subject_instances(True),
@@ -555,7 +557,7 @@ TEMPLATES: tuple[QuestionTemplate, ...] = (
     _t(15, "pct_pair_touch", COUNTS, "percent",
        "What percentage of frames do the {a} and the {b} touch each other?",
        _pct(lambda f, i: f.touch[:, i["a"], i["b"]]), _pair_instances,
-       "frames where a and b have a contact row"),
+       "frames where a and b touch"),
     _t(16, "pct_wall", COUNTS, "percent",
        "What percentage of frames is the {a} in contact with any wall (left, right, or top boundary)?",
        _pct(lambda f, i: f.contact_with(i["a"], f.wall)), _subject_instances(True),

@@ -199,3 +199,13 @@ def test_killed_run_resumes_and_ctrl_c_stops_promptly(dataset, tmp_path):
         assert time.monotonic() - t0 < 3.0, out
         assert proc.returncode == 130 and "run the same command to resume" in out
         assert len(read_responses(run2)) >= 2
+
+
+def test_a_server_that_refuses_everything_stops_the_run(dataset, builtin, tmp_path):
+    root, questions = dataset
+    builder = ContextBuilder(root, builtin)
+    with ScriptedLLMServer(default=Reply(status=400, error="model not loaded")) as server:
+        out = _eval(server, builder, questions[:40], tmp_path / "run", ["objects"], concurrency=1)
+        asked = len(server.requests)
+    assert out.stopped and "failed in a row" in out.stopped and "model not loaded" in out.stopped
+    assert out.failed == asked == 8 and out.answered == 0
