@@ -8,6 +8,7 @@ per answer against the same run through the scripted server (the pipeline
 without inference: the baseline measured in this run), and the load average.
 
     python benchmarks/qa_local.py [--scenes 4] [--questions 24] [--out /tmp/qa_local]
+    python benchmarks/qa_local.py --llm openai --base-url http://127.0.0.1:8080/v1   # a llama.cpp server
     python benchmarks/qa_local.py --scripted     # dry run: a scripted model answers
 
 ``--scripted`` replaces the model by the scripted server (right from the
@@ -45,6 +46,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=24)
     ap.add_argument("--llm", default="local")
     ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--base-url", default=None, help="with --llm openai: a llama.cpp (or other) server")
     ap.add_argument("--budget-chars", type=int, default=1500, help="a small model's context is short")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--trials", type=int, default=2)
@@ -82,7 +84,8 @@ def main() -> None:
             spec, model = "scripted", "oracle+random"
         else:
             try:
-                client = make_client(args.llm, model=args.model, concurrency=1, transcript=args.out / "transcript.jsonl")
+                client = make_client(args.llm, model=args.model, base_url=args.base_url, concurrency=1,
+                                     transcript=args.out / "transcript.jsonl")
             except (LLMError, ImportError) as exc:
                 sys.exit(f"local model backend not available ({args.llm}, {args.model}): {exc}\n"
                          "install the local extra (issue 11), or run with --scripted for a dry run")

@@ -235,7 +235,8 @@ def _print_scores(run: Path, questions: Path | None) -> None:
     from simpatterns.qa.scoring import find
 
     rs = score_run(run, questions)
-    table = Table(title=f"accuracy % (95% interval), {len(rs.questions)} questions")
+    asked = len({g.qid for g in rs.graded})
+    table = Table(title=f"accuracy % (95% interval), {asked} questions")
     for col in ("condition", "all", *FAMILIES, "unparsable %"):
         table.add_column(col)
     for c in rs.conditions:

@@ -222,16 +222,19 @@ def select_questions(results: Sequence[dict[str, Any]], cfg: GenerateConfig) -> 
     seen: dict[int, dict[str, int]] = {t: {} for t in cfg.question_templates}
     questions: list[Question] = []
 
-    def wanted(t: int) -> str | None:
-        """The class this template has been given least so far (None: not balanced)."""
-        classes = balance_classes(get_template(t))
-        return min(classes, key=lambda c: (seen[t].get(c, 0), classes.index(c))) if classes else None
-
     for res in sorted(results, key=lambda r: r["index"]):
         if not res["candidates"]:
             continue
         rng = np.random.default_rng([cfg.seed, 2, res["index"]])
         jitter = rng.random(len(cfg.question_templates))
+        flip = rng.random() < 0.5  # which class wins a tie here: so any prefix of the data set is balanced too
+
+        def wanted(t: int) -> str | None:
+            """The class this template has been given least so far (None: not balanced)."""
+            classes = balance_classes(get_template(t))
+            if not classes:
+                return None
+            return min(classes, key=lambda c: (seen[t].get(c, 0), classes.index(c) != flip))
 
         def priority(t: int) -> tuple[float, float]:
             # a balanced template whose scarcer class this rollout cannot give waits for one that can

@@ -1,7 +1,9 @@
 """Strict answer parsing and correctness, per answer type.
 
 The answer is the text after the last line starting with ``ANSWER:`` (any
-case). Light normalisation only: surrounding whitespace, quotes, backticks,
+case); a reply without such a line counts only if the whole reply is one line
+that is nothing but an answer ("No.", "42"): nothing is picked out of prose.
+Light normalisation only: surrounding whitespace, quotes, backticks,
 asterisks, a final full stop, a leading "the" before an object name, case.
 Then, strictly per type:
 
@@ -56,6 +58,12 @@ def answer_text(response: str) -> str | None:
     return found
 
 
+def _bare(response: str) -> str | None:
+    """A reply that is a single line: the candidate bare answer."""
+    lines = [ln for ln in response.splitlines() if ln.strip()]
+    return lines[0] if len(lines) == 1 else None
+
+
 def _clean(text: str) -> str:
     t = text.strip().strip(_STRIP).strip()
     if t.endswith("."):
@@ -74,8 +82,16 @@ def _name(text: str, choices: list[str]) -> str | None:
 def parse_answer(q: Question, response: str) -> Parsed:
     raw = answer_text(response)
     if raw is None:
+        bare = _bare(response)
+        if bare is not None:
+            p = _parse_text(q, _clean(bare))
+            if p.ok:
+                return p
         return Parsed(False, error="no ANSWER: line")
-    text = _clean(raw)
+    return _parse_text(q, _clean(raw))
+
+
+def _parse_text(q: Question, text: str) -> Parsed:
     if not text:
         return Parsed(False, error="empty answer")
     kind = q.answer_type

@@ -56,6 +56,9 @@ def test_objects_and_yes_no():
     assert parse_answer(yn, "ANSWER: Yes.").value == "yes"
     assert not parse_answer(yn, "ANSWER: yes, because it rolls").ok
     assert not parse_answer(yn, "").ok and parse_answer(yn, "").error == "no ANSWER: line"
+    # a reply that is nothing but the answer counts; nothing is picked out of prose
+    assert parse_answer(yn, "No.").value == "no" and parse_answer(q("percent", 4.0), " 100 \n").value == 100.0
+    assert not parse_answer(yn, "No.\nBecause it stops.").ok and not parse_answer(yn, "I say no").ok
 
 
 def test_grading():
