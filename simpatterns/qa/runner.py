@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from simpatterns.files import atomic_write_json, atomic_write_lines
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
-from simpatterns.qa.questions import Question
+from simpatterns.qa.questions import QUESTIONS_FILE, Question
 
 RUN_FORMAT = "simpatterns-qa-run"
 RUN_VERSION = 1
@@ -66,6 +67,11 @@ class EvalOutcome:
     @property
     def complete(self) -> bool:
         return self.failed == 0 and self.stopped is None
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label: 'wall graze' -> 'wall_graze'."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
 
 
 def request_seed(seed: int, qid: str, condition: str) -> int:
@@ -166,11 +172,16 @@ def run_eval(
     workers: int = 1,
     log: Callable[[str], None] | None = None,
 ) -> EvalOutcome:
-    """Answer every (question, condition) not yet in ``out_dir`` with ``client`` (an `LLMClient`)."""
+    """Answer every (question, condition) not yet in ``out_dir`` with ``client`` (an `LLMClient`).
+
+    ``run_info`` is recorded in run.json (``questions_path`` defaults to the data set's questions file,
+    which `report.score_run` reads; ``llm``: what answered)."""
     settings = settings or EvalSettings()
     settings.conditions = check_conditions(settings.conditions)
     out = Path(out_dir)
+    default_path = builder.root / QUESTIONS_FILE
     info = {"format": RUN_FORMAT, "version": RUN_VERSION, "questions_digest": questions_digest(questions),
+            **({"questions_path": str(default_path.resolve())} if default_path.exists() else {}),
             "questions": len(questions), "library": {"labels": builder.library.order(), "visible": builder.visible},
             "settings": settings.to_json(), **(run_info or {})}
     if (out / RUN_FILE).exists():

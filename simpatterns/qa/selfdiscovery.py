@@ -34,7 +34,7 @@ from simpatterns.files import atomic_write_json
 from simpatterns.qa.context import ContextBuilder
 from simpatterns.qa.parse import answer_text
 from simpatterns.qa.questions import Question
-from simpatterns.qa.runner import EvalSettings, read_responses, run_eval
+from simpatterns.qa.runner import EvalSettings, read_responses, run_eval, slug
 from simpatterns.qa.scoring import grade_run
 
 DECISIONS_FILE = "decisions.json"
@@ -155,8 +155,8 @@ def self_discover(questions: Sequence[Question], root: str | os.PathLike, librar
             for label in new:
                 visible = base_labels + [label]
                 _ask(held_q, replace(view, visible=visible), client,
-                     rdir / f"heldout_with_{label.replace(' ', '_')}", cfg.settings, run_info or {}, log)
-                acc, _ = _accuracy(held_q, rdir / f"heldout_with_{label.replace(' ', '_')}", cond)
+                     rdir / f"heldout_with_{slug(label)}", cfg.settings, run_info or {}, log)
+                acc, _ = _accuracy(held_q, rdir / f"heldout_with_{slug(label)}", cond)
                 gain = acc - base_acc
                 keep = gain >= cfg.margin
                 if keep:

@@ -18,7 +18,6 @@ stopped and every answer can be re-scored offline.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -30,12 +29,8 @@ from simpatterns.files import atomic_write_json
 from simpatterns.qa.context import ContextBuilder
 from simpatterns.qa.questions import Question
 from simpatterns.qa.report import CURVE_FILE, IMPORTANCE_FILE
-from simpatterns.qa.runner import EvalSettings, read_responses, run_eval
+from simpatterns.qa.runner import EvalSettings, read_responses, run_eval, slug
 from simpatterns.qa.scoring import bootstrap_ci, grade_run
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
 
 
 def _correct(questions: Sequence[Question], run_dir: Path, condition: str) -> np.ndarray:
@@ -130,7 +125,7 @@ def importance(questions: Sequence[Question], builder: ContextBuilder, client: A
             s = replace(settings, seed=settings.seed + r)
             if log:
                 log(f"{name}, repeat {r + 1}/{repeats}")
-            accs.append(float(_view_run(questions, builder, visible, client, out / f"{_slug(name)}_r{r}", s,
+            accs.append(float(_view_run(questions, builder, visible, client, out / f"{slug(name)}_r{r}", s,
                                         dict(run_info or {}), workers, log).mean()))
         return accs
 
