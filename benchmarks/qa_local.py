@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.llm import LLMError, make_client
 from simpatterns.llm.testing import Reply, ScriptedLLMServer
@@ -42,7 +44,7 @@ HOLD_OUT = ["collision start", "support relationship", "airborne", "grid cell tr
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenes", type=int, default=4)
+    ap.add_argument("--scenes", type=int, default=10)
     ap.add_argument("--questions", type=int, default=24)
     ap.add_argument("--llm", default="local")
     ap.add_argument("--model", default="smollm2-135m")
@@ -58,7 +60,9 @@ def main() -> None:
         shutil.rmtree(args.out)
     lib = PatternLibrary.builtin()
     t0 = time.perf_counter()
-    qs = generate_dataset(args.out / "data", GenerateConfig(scenes=args.scenes, seed=0), lib)[: args.questions]
+    everything = generate_dataset(args.out / "data", GenerateConfig(scenes=args.scenes, seed=0), lib)
+    pick = np.random.default_rng(0).choice(len(everything), min(args.questions, len(everything)), replace=False)
+    qs = [everything[i] for i in sorted(pick.tolist())]  # a seeded sample over rollouts and templates
     print(f"data set: {len(qs)} questions on {len({q.rollout_id for q in qs})} rollouts "
           f"({time.perf_counter() - t0:.1f} s)")
     options = ContextOptions(budget_chars=args.budget_chars)
