@@ -218,7 +218,9 @@ def _run_section(rs: RunScores, out: Path, title: str) -> list[str]:
     has_stable = any(s.subset == "stable" for s in rs.scores)
     lines = [f"## {title}", ""]
     llm = rs.info.get("llm") or {}
-    lines.append(f"Run `{rs.run_dir}`: {len(rs.questions)} questions, model `{llm.get('model', '?')}` "
+    asked = len({g.qid for g in rs.graded})
+    of = f" (of {len(rs.questions)} in the data set)" if asked < len(rs.questions) else ""
+    lines.append(f"Run `{rs.run_dir}`: {asked} questions{of}, model `{llm.get('model', '?')}` "
                  f"(backend `{llm.get('spec', '?')}`), conditions {', '.join(rs.conditions)}; "
                  f"library: {len((rs.info.get('library') or {}).get('labels') or [])} patterns"
                  + (f", showing {len(rs.info['library']['visible'])}" if (rs.info.get('library') or {}).get('visible')
