@@ -1,0 +1,421 @@
+"""Record any MuJoCo model as a 3D `Trace`.
+
+`TraceRecorder` watches an ``MjData`` while something else steps it: call
+``recorder.step(data)`` after every ``mj_step``. MuJoCo computes positions,
+velocities, contacts and constraint forces at the start of a step, then
+integrates; after ``mj_step`` the data therefore still describes the state
+the step started from, together with the contact forces that acted during
+the step. The recorder keeps that snapshot on every ``stride``-th step, so
+stored frame ``f`` is the state at physics step ``f * stride`` (frame 0 the
+initial state) and no extra ``mj_forward`` is ever needed.
+
+Per stored frame it copies a few arrays (centres of mass, orientations,
+``cvel``, subtree centres, the active contacts); velocities, contact rows and
+collision events are assembled once, vectorised, when `TraceRecorder.trace`
+is called. World-frame velocities: ``cvel`` is a spatial velocity about each
+body's subtree centre of mass, so the velocity of the body's own centre of
+mass is ``v + w x (xipos - subtree_com[root])`` (what ``mj_objectVelocity``
+returns, for every body at once).
+
+Contacts: one row per touching body pair per frame (the contract), with the
+mean contact point, the unit sum of the normals (from the lower to the higher
+body index) and the summed normal impulse (normal force times timestep).
+Contacts MuJoCo excludes (gap, fused bodies) are not touching. A contact of
+a 1D flex element (a rope) counts for the element's vertex body nearest the
+contact point.
+
+`simulate` steps a model with optional per-step controls and applied forces;
+`rollout_traces` runs many open-loop rollouts in C with ``mujoco.rollout``
+(threads, the GIL released) and then records each stored frame from the
+returned states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import mujoco
+import numpy as np
+
+from simpatterns.simulators.mujoco.model import BodyMap, describe_bodies, load_model
+from simpatterns.trace import Trace, collision_events, empty_contacts
+
+SIMULATOR_NAME = "mujoco"
+
+
+@dataclass
+class _Buffers:
+    """Growable per-frame arrays (doubling), so recording allocates rarely."""
+
+    xipos: np.ndarray
+    xquat: np.ndarray
+    cvel: np.ndarray
+    com: np.ndarray
+    size: int = 0
+
+    def grow(self) -> None:
+        for name in ("xipos", "xquat", "cvel", "com"):
+            arr = getattr(self, name)
+            bigger = np.empty((max(8, 2 * arr.shape[0]),) + arr.shape[1:], arr.dtype)
+            bigger[: arr.shape[0]] = arr
+            setattr(self, name, bigger)
+
+
+@dataclass
+class _ContactRows:
+    frame: list[np.ndarray] = field(default_factory=list)
+    a: list[np.ndarray] = field(default_factory=list)
+    b: list[np.ndarray] = field(default_factory=list)
+    point: list[np.ndarray] = field(default_factory=list)
+    normal: list[np.ndarray] = field(default_factory=list)
+    force: list[np.ndarray] = field(default_factory=list)
+
+
+class TraceRecorder:
+    """Builds a `Trace` from an ``MjData`` stepped by someone else (see the module docstring).
+
+    ``names`` renames MuJoCo bodies by id; ``meta`` is merged into the trace's meta.
+    """
+
+    def __init__(self, model: Any, *, stride: int = 1, names: dict[int, str] | None = None,
+                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None):
+        if stride < 1:
+            raise ValueError(f"stride must be >= 1, got {stride}")
+        self.model = load_model(model)
+        self.stride = int(stride)
+        self.map = body_map or describe_bodies(self.model, names)
+        self.meta = dict(meta or {})
+        m = self.model
+        self._root = m.body_rootid.copy()
+        self._flex_elem_verts = self._flex_elements(m)
+        self._pyramidal = m.opt.cone == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+        self.reset()
+
+    @staticmethod
+    def _flex_elements(m: mujoco.MjModel) -> list[np.ndarray]:
+        """Per flex: ``[nelem, dim + 1]`` global vertex ids of each element."""
+        out = []
+        for f in range(m.nflex):
+            dim, n = int(m.flex_dim[f]), int(m.flex_elemnum[f])
+            adr = int(m.flex_elemdataadr[f])
+            local = m.flex_elem[adr: adr + n * (dim + 1)].reshape(n, dim + 1)
+            out.append(local + int(m.flex_vertadr[f]))
+        return out
+
+    def reset(self) -> None:
+        """Forget everything recorded (the next `step` is physics step 0)."""
+        nb = self.model.nbody - 1
+        self._buf = _Buffers(np.empty((64, nb, 3)), np.empty((64, nb, 4)), np.empty((64, nb, 6)),
+                             np.empty((64, self.model.nbody, 3)))
+        self._contacts = _ContactRows()
+        self._steps = 0
+        self._static: tuple[np.ndarray, np.ndarray] | None = None
+        self._start_time: float | None = None
+
+    @property
+    def num_frames(self) -> int:
+        return self._buf.size
+
+    @property
+    def steps(self) -> int:
+        """Physics steps seen so far."""
+        return self._steps
+
+    def step(self, data: mujoco.MjData) -> None:
+        """Call after each ``mj_step``: keeps every ``stride``-th step's start state."""
+        if self._steps % self.stride == 0:
+            self._record(data, data.time - self.model.opt.timestep)
+        self._steps += 1
+
+    def capture(self, data: mujoco.MjData) -> None:
+        """Record the current state as one frame, after ``mj_forward`` (not after a step):
+        for a last frame, or for states set by hand. Counts as ``stride`` steps."""
+        self._record(data, data.time)
+        self._steps += self.stride
+
+    def _record(self, d: mujoco.MjData, t: float) -> None:
+        buf = self._buf
+        if buf.size == buf.xipos.shape[0]:
+            buf.grow()
+        f = buf.size
+        if self._start_time is None:
+            self._start_time = float(t)
+            wg = self.map.world_geoms
+            quat = np.zeros((wg.size, 4))
+            for k, g in enumerate(wg):
+                mujoco.mju_mat2Quat(quat[k], d.geom_xmat[g])
+            self._static = (d.geom_xpos[wg].copy(), quat)
+        buf.xipos[f] = d.xipos[1:]
+        buf.xquat[f] = d.xquat[1:]
+        buf.cvel[f] = d.cvel[1:]
+        buf.com[f] = d.subtree_com
+        buf.size = f + 1
+        if d.ncon:
+            self._record_contacts(d, f)
+
+    def _record_contacts(self, d: mujoco.MjData, f: int) -> None:
+        con = d.contact
+        adr = con.efc_address
+        live = np.flatnonzero((adr >= 0) & (con.exclude == 0))
+        if live.size == 0:
+            return
+        m = self.model
+        geom = con.geom[live]
+        body = np.full(geom.shape, -1, dtype=np.int64)
+        if self.map.of_geom.size:
+            body = np.where(geom >= 0, self.map.of_geom[np.maximum(geom, 0)], -1)
+        pos = con.pos[live]
+        flexed = np.flatnonzero((body < 0).any(axis=1))
+        if flexed.size:
+            body[flexed] = self._flex_bodies(d, con.flex[live[flexed]], con.elem[live[flexed]],
+                                             con.vert[live[flexed]], pos[flexed], body[flexed])
+        keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
+        if not keep.any():
+            return
+        live, body, pos = live[keep], body[keep], pos[keep]
+        normal = con.frame[live, :3]
+        force = self._normal_force(d, adr[live], con.dim[live])
+        swap = body[:, 0] > body[:, 1]
+        normal = np.where(swap[:, None], -normal, normal)
+        self._contacts.frame.append(np.full(live.size, f, dtype=np.int64))
+        self._contacts.a.append(np.minimum(body[:, 0], body[:, 1]))
+        self._contacts.b.append(np.maximum(body[:, 0], body[:, 1]))
+        self._contacts.point.append(pos.copy())
+        self._contacts.normal.append(normal)
+        self._contacts.force.append(force * m.opt.timestep)
+
+    def _flex_bodies(self, d: mujoco.MjData, flex: np.ndarray, elem: np.ndarray, vert: np.ndarray,
+                     pos: np.ndarray, body: np.ndarray) -> np.ndarray:
+        """Trace body of each flex side of the contacts: the element's vertex nearest the point."""
+        out = body.copy()
+        m = self.model
+        for side in (0, 1):
+            rows = np.flatnonzero(flex[:, side] >= 0)
+            for r in rows:
+                fx = int(flex[r, side])
+                if vert[r, side] >= 0:
+                    v = int(vert[r, side]) + int(m.flex_vertadr[fx])
+                else:
+                    verts = self._flex_elem_verts[fx][int(elem[r, side])]
+                    v = int(verts[np.argmin(((d.flexvert_xpos[verts] - pos[r]) ** 2).sum(axis=1))])
+                out[r, side] = self.map.flex_vert_body[v]
+        return out
+
+    def _normal_force(self, d: mujoco.MjData, adr: np.ndarray, dim: np.ndarray) -> np.ndarray:
+        """Normal force of each contact from the constraint forces (what ``mj_contactForce``
+        gives as its first component): pyramidal cones spread it over 2 (dim - 1) edges."""
+        efc = d.efc_force
+        if not self._pyramidal:
+            return efc[adr].copy()
+        rows = np.where(dim > 1, 2 * (dim - 1), 1)
+        csum = np.concatenate(([0.0], np.cumsum(efc)))
+        return csum[adr + rows] - csum[adr]
+
+    # ------------------------------------------------------------- assembly
+    def trace(self, meta: dict[str, Any] | None = None) -> Trace:
+        """The trace recorded so far."""
+        m = self.model
+        T = self._buf.size
+        if T == 0:
+            raise ValueError("nothing recorded: call step(data) after mj_step (or capture(data))")
+        buf = self._buf
+        W = self.map.num_world
+        N = W + m.nbody - 1
+        xipos, xquat, cvel = buf.xipos[:T], buf.xquat[:T], buf.cvel[:T]
+        root_com = buf.com[:T][:, self._root[1:]]
+        omega = cvel[..., :3]
+        lin = cvel[..., 3:] + np.cross(omega, xipos - root_com)
+        position = np.zeros((T, N, 3))
+        velocity = np.zeros((T, N, 3))
+        angular = np.zeros((T, N, 3))
+        quaternion = np.zeros((T, N, 4))
+        position[:, W:] = xipos
+        velocity[:, W:] = lin
+        angular[:, W:] = omega
+        quaternion[:, W:] = xquat
+        if W:
+            assert self._static is not None
+            position[:, :W] = self._static[0]
+            quaternion[:, :W] = self._static[1]
+        x, y = quaternion[..., 1], quaternion[..., 2]
+        tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
+        contacts = self._contact_arrays(N)
+        names = [b.name for b in self.map.bodies]
+        events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
+        time = np.arange(T) * (self.stride * m.opt.timestep)
+        full_meta = {
+            "simulator": SIMULATOR_NAME,
+            "mujoco_version": mujoco.__version__,
+            "dt": float(m.opt.timestep),
+            "stride": self.stride,
+            "steps": self._steps,
+            "gravity": m.opt.gravity.tolist(),
+            "units": "m",
+            "world_size": [round(2.0 * float(m.stat.extent), 6)] * 3,
+            "start_time": float(self._start_time or 0.0),
+        }
+        ropes = self._ropes()
+        if ropes:
+            full_meta["ropes"] = ropes
+        full_meta.update(self.meta)
+        full_meta.update(meta or {})
+        return Trace(bodies=list(self.map.bodies), time=time, position=position, angle=tilt, velocity=velocity,
+                     angular_velocity=angular, events=events, meta=full_meta, quaternion=quaternion, **contacts)
+
+    def _ropes(self) -> list[dict[str, Any]]:
+        """The model's 1D flexes (ropes, cables): name, trace indices of their beads in order
+        along the rope, and whether the rope is a closed loop."""
+        m = self.model
+        out = []
+        for f, elems in enumerate(self._flex_elem_verts):
+            if int(m.flex_dim[f]) != 1 or elems.size == 0:
+                continue
+            adr, num = int(m.flex_vertadr[f]), int(m.flex_vertnum[f])
+            beads = self.map.flex_vert_body[adr: adr + num]
+            if (beads < 0).any():
+                continue
+            closed = bool(((elems[:, 0] == adr + num - 1) & (elems[:, 1] == adr)).any()
+                          or ((elems[:, 1] == adr + num - 1) & (elems[:, 0] == adr)).any())
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_FLEX, f) or f"rope {f}"
+            out.append({"name": name, "bodies": beads.tolist(), "closed": closed})
+        return out
+
+    def _contact_arrays(self, n: int) -> dict[str, np.ndarray]:
+        c = self._contacts
+        if not c.frame:
+            return empty_contacts(3)
+        frame = np.concatenate(c.frame)
+        a, b = np.concatenate(c.a), np.concatenate(c.b)
+        point, normal, force = np.concatenate(c.point), np.concatenate(c.normal), np.concatenate(c.force)
+        key = (frame * n + a) * n + b
+        uniq, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
+        k = uniq.size
+        mean_point = np.zeros((k, 3))
+        np.add.at(mean_point, inverse, point)
+        mean_point /= count[:, None]
+        sum_normal = np.zeros((k, 3))
+        np.add.at(sum_normal, inverse, normal)
+        length = np.linalg.norm(sum_normal, axis=1)
+        first = np.zeros(k, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(inverse.size)[::-1]  # first row of each pair
+        sum_normal = np.where(length[:, None] > 1e-12, sum_normal / np.maximum(length, 1e-300)[:, None],
+                              normal[first])
+        impulse = np.bincount(inverse, weights=force, minlength=k)
+        return {
+            "contact_frame": (uniq // (n * n)).astype(np.int32),
+            "contact_a": ((uniq // n) % n).astype(np.int16 if n < 32768 else np.int32),
+            "contact_b": (uniq % n).astype(np.int16 if n < 32768 else np.int32),
+            "contact_point": mean_point,
+            "contact_normal": sum_normal,
+            "contact_impulse": impulse,
+        }
+
+
+# ----------------------------------------------------------------- running
+StepHook = Callable[[int, mujoco.MjData], None]
+
+
+def simulate(
+    model: Any,
+    steps: int,
+    *,
+    stride: int = 1,
+    data: mujoco.MjData | None = None,
+    controls: np.ndarray | None = None,
+    forces: np.ndarray | None = None,
+    before_step: StepHook | None = None,
+    names: dict[int, str] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Trace:
+    """Step ``model`` ``steps`` times from ``data`` (default: a fresh ``MjData``) and record it.
+
+    ``controls`` ``[steps, nu]`` (or ``[nu]``, held) sets ``data.ctrl``; ``forces``
+    ``[steps, nbody, 6]`` (or ``[nbody, 6]``, held) sets ``data.xfrc_applied`` (force
+    then torque, world frame) before each step; ``before_step(k, data)`` may set
+    anything else. Frame ``f`` is the state at step ``f * stride``.
+    """
+    m = load_model(model)
+    d = data if data is not None else mujoco.MjData(m)
+    ctrl = None if controls is None else np.asarray(controls, dtype=np.float64)
+    frc = None if forces is None else np.asarray(forces, dtype=np.float64)
+    if ctrl is not None and ctrl.shape[-1] != m.nu:
+        raise ValueError(f"controls have {ctrl.shape[-1]} columns; the model has nu = {m.nu} actuators")
+    if frc is not None and frc.shape[-2:] != (m.nbody, 6):
+        raise ValueError(f"forces must be [steps, nbody={m.nbody}, 6] or [nbody, 6], got {frc.shape}")
+    rec = TraceRecorder(m, stride=stride, names=names, meta=meta)
+    for k in range(int(steps)):
+        if ctrl is not None:
+            d.ctrl[:] = ctrl if ctrl.ndim == 1 else ctrl[k]
+        if frc is not None:
+            d.xfrc_applied[:] = frc if frc.ndim == 2 else frc[k]
+        if before_step is not None:
+            before_step(k, d)
+        mujoco.mj_step(m, d)
+        rec.step(d)
+    return rec.trace()
+
+
+def rollout_traces(
+    model: Any,
+    steps: int,
+    *,
+    initial_states: np.ndarray | None = None,
+    controls: np.ndarray | None = None,
+    forces: np.ndarray | None = None,
+    stride: int = 1,
+    nthread: int | None = None,
+    names: dict[int, str] | None = None,
+    meta: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+) -> list[Trace]:
+    """Many open-loop rollouts stepped in C by ``mujoco.rollout`` (threads, GIL released).
+
+    ``initial_states`` ``[B, nstate]`` full physics states (``mjSTATE_FULLPHYSICS``;
+    default: the model's initial state, once); ``controls`` ``[B or 1, steps, nu]`` and
+    ``forces`` ``[B or 1, steps, nbody, 6]`` applied body forces (``xfrc_applied``).
+    Each stored frame is then rebuilt from the returned states with ``mj_forward``,
+    so the traces equal `simulate`'s up to the solver's warm start.
+    """
+    from mujoco import rollout as mj_rollout
+
+    m = load_model(model)
+    spec = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    nstate = mujoco.mj_stateSize(m, spec)
+    if initial_states is None:
+        d0 = mujoco.MjData(m)
+        x0 = np.empty(nstate)
+        mujoco.mj_getState(m, d0, x0, spec)
+        initial_states = x0[None]
+    x0 = np.atleast_2d(np.asarray(initial_states, dtype=np.float64))
+    if x0.shape[1] != nstate:
+        raise ValueError(f"initial_states have {x0.shape[1]} columns; full physics states of this model have {nstate}")
+    nbatch = x0.shape[0]
+    parts: list[np.ndarray] = []
+    cspec = 0
+    if controls is not None:
+        c = np.asarray(controls, dtype=np.float64)
+        c = np.broadcast_to(c.reshape((-1, steps, m.nu)) if c.ndim >= 2 else c, (nbatch, steps, m.nu))
+        parts.append(c)
+        cspec |= int(mujoco.mjtState.mjSTATE_CTRL)
+    if forces is not None:
+        f = np.asarray(forces, dtype=np.float64).reshape((-1, steps, m.nbody * 6))
+        parts.append(np.broadcast_to(f, (nbatch, steps, m.nbody * 6)))
+        cspec |= int(mujoco.mjtState.mjSTATE_XFRC_APPLIED)
+    control = np.ascontiguousarray(np.concatenate(parts, axis=2)) if parts else None
+    threads = max(1, min(nbatch, nthread or 1))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    state, _ = mj_rollout.rollout(m, datas, x0, control, control_spec=cspec, nstep=steps)
+    metas = list(meta) if isinstance(meta, (list, tuple)) else [dict(meta or {})] * nbatch
+    body_map = describe_bodies(m, names)
+    d = datas[0]
+    out = []
+    for i in range(nbatch):
+        rec = TraceRecorder(m, stride=stride, body_map=body_map, meta=metas[i])
+        for k in range(0, steps, stride):
+            mujoco.mj_setState(m, d, x0[i] if k == 0 else state[i, k - 1], spec)
+            if control is not None:
+                mujoco.mj_setState(m, d, control[i, k], cspec)
+            mujoco.mj_forward(m, d)
+            rec.capture(d)
+        out.append(rec.trace({"steps": steps}))
+    return out
