@@ -1,7 +1,8 @@
-"""Gymnasium environments with PHYRE tasks and reward-program rewards.
+"""Gymnasium environments with PHYRE tasks, KnotGym's rope tasks and reward-program rewards.
 
 Importing this module registers ``simpatterns/PhyreOneBall-v0`` (one-step
-episodes, ``max_episode_steps=1``). Gymnasium 1.x does not load plugin entry
+episodes, ``max_episode_steps=1``) and ``simpatterns/KnotRope-v0`` (rope
+manipulation on MuJoCo, ``max_episode_steps=50``). Gymnasium 1.x does not load plugin entry
 points by itself, so either import the module first::
 
     import gymnasium as gym
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-ENV_IDS = ("simpatterns/PhyreOneBall-v0",)
-PHYRE_ONE_BALL = ENV_IDS[0]
+ENV_IDS = ("simpatterns/PhyreOneBall-v0", "simpatterns/KnotRope-v0")
+PHYRE_ONE_BALL, KNOT_ROPE = ENV_IDS
 
 
 def register_envs() -> None:
@@ -27,6 +28,8 @@ def register_envs() -> None:
             entry_point="simpatterns.envs.phyre_env:PhyreOneBallEnv",
             max_episode_steps=1,
         )
+    if KNOT_ROPE not in gym.registry:
+        gym.register(id=KNOT_ROPE, entry_point="simpatterns.envs.rope_env:KnotRopeEnv", max_episode_steps=50)
 
 
 register_envs()
@@ -38,6 +41,10 @@ def __getattr__(name: str):
         from simpatterns.envs import phyre_env
 
         return getattr(phyre_env, name)
+    if name == "KnotRopeEnv":
+        from simpatterns.envs import rope_env
+
+        return rope_env.KnotRopeEnv
     if name in ("RewardProgramWrapper", "ProgramReward"):
         from simpatterns.envs import reward
 
@@ -45,5 +52,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "PHYRE_ONE_BALL", "PhyreOneBallEnv", "ProgramReward", "RewardProgramWrapper", "Task",
+__all__ = ["ENV_IDS", "KNOT_ROPE", "KnotRopeEnv", "PHYRE_ONE_BALL", "PhyreOneBallEnv", "ProgramReward", "RewardProgramWrapper", "Task",
            "register_envs"]

@@ -26,7 +26,13 @@ class RopeRenderer:
         self.world = world
         m = world.model
         self.width, self.height = int(width), int(height)
-        self._renderer = mujoco.Renderer(m, self.height, self.width)
+        try:
+            self._renderer = mujoco.Renderer(m, self.height, self.width)
+        except Exception as exc:  # no OpenGL: say how to get one instead of a GLFW trace
+            raise RuntimeError(
+                f"MuJoCo cannot render ({type(exc).__name__}: {exc}); on a machine without a display set "
+                "MUJOCO_GL=egl (or osmesa) before mujoco is first imported"
+            ) from exc
         for flag in _OFF:
             self._renderer.scene.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
         self._option = mujoco.MjvOption()
