@@ -155,9 +155,10 @@ class RopeWorld:
         return self.recorder
 
     def trace(self, meta: dict[str, Any] | None = None) -> Trace:
+        """The recording so far, ending with the current state (when it is on the stride grid)."""
         if self.recorder is None:
             raise RuntimeError("not recording: call start_recording() first")
-        return self.recorder.trace(meta)
+        return self.recorder.trace(meta, final=self.data)
 
     def push(self, bead: int, force: np.ndarray, steps: int | None = None) -> None:
         """Hold ``force`` (N, world frame) on ``bead`` for ``steps`` physics steps

@@ -213,8 +213,23 @@ class TraceRecorder:
         return csum[adr + rows] - csum[adr]
 
     # ------------------------------------------------------------- assembly
-    def trace(self, meta: dict[str, Any] | None = None) -> Trace:
-        """The trace recorded so far."""
+    def trace(self, meta: dict[str, Any] | None = None, final: mujoco.MjData | None = None) -> Trace:
+        """The trace recorded so far. ``final``: end it with ``final``'s current state too
+        (computed with ``mj_forward``) when that state falls on the stride grid, i.e. after
+        a multiple of ``stride`` steps; the recorder itself is left as it was."""
+        if final is not None and self._steps % self.stride == 0 and self._steps > 0:
+            mujoco.mj_forward(self.model, final)
+            size, rows = self._buf.size, len(self._contacts.frame)
+            self._record(final, final.time)
+            try:
+                return self._assemble(meta)
+            finally:
+                self._buf.size = size
+                for column in vars(self._contacts).values():
+                    del column[rows:]
+        return self._assemble(meta)
+
+    def _assemble(self, meta: dict[str, Any] | None) -> Trace:
         m = self.model
         T = self._buf.size
         if T == 0:
