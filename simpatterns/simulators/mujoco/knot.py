@@ -354,14 +354,25 @@ def num_crossings(points: np.ndarray, direction: Sequence[float] = Z_UP, **kwarg
     return diagram(points, direction, **kwargs).num_crossings
 
 
-UNKNOT_DIRECTIONS = (Z_UP, (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 1.0, 1.0), (1.0, -1.0, 0.5), (-0.5, 1.0, 1.0))
+def _spiral(n: int) -> tuple[tuple[float, float, float], ...]:
+    """``n`` directions spread over the upper half sphere (a golden-angle spiral)."""
+    k = np.arange(n) + 0.5
+    z = 1.0 - k / n  # (0, 1]: one of each pair of opposite directions is enough
+    r = np.sqrt(1.0 - z * z)
+    a = k * math.pi * (3.0 - math.sqrt(5.0))
+    return tuple((float(x), float(y), float(w)) for x, y, w in zip(r * np.cos(a), r * np.sin(a), z))
+
+
+# the top view first (what the camera and the tasks use), then the axes, then a spread of others
+UNKNOT_DIRECTIONS = (Z_UP, (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)) + _spiral(23)
 
 
 def is_unknot(points: np.ndarray, directions: Sequence[Sequence[float]] = UNKNOT_DIRECTIONS,
               **kwargs) -> bool:
     """True when some projection of the closed curve simplifies to no crossings by
-    Reidemeister I/II moves (a proof that it is the unknot). False: no tried
-    projection did, so it is knotted or an unknot that needs R3 moves."""
+    Reidemeister I/II moves (a proof that it is the unknot). False: none of the
+    tried projections (the top view, the axes and 23 more, stopping at the first
+    success) did, so it is knotted or an unknot whose diagrams all need R3 moves."""
     return any(not gauss_code(points, d, **kwargs).simplify().entries for d in directions)
 
 

@@ -46,7 +46,7 @@ class RopeConfig:
     timestep: float = 0.008  # s (KnotGym's)
     frame_skip: int = 24  # physics steps per action (KnotGym's): 0.192 s
     max_force: float = 0.2  # N (KnotGym's a_frc_max)
-    view: float = 0.6  # m, side of the region the camera shows
+    view: float = 0.45  # m, side of the region the camera shows (the rest loop is 0.38 m across)
     rgba: tuple[float, float, float, float] = (0.85, 0.35, 0.1, 1.0)
 
     def __post_init__(self) -> None:

@@ -387,7 +387,8 @@ def rollout_traces(
 
     ``initial_states`` ``[B, nstate]`` full physics states (``mjSTATE_FULLPHYSICS``;
     default: the model's initial state, once); ``controls`` ``[B or 1, steps, nu]`` and
-    ``forces`` ``[B or 1, steps, nbody, 6]`` applied body forces (``xfrc_applied``).
+    ``forces`` ``[B or 1, steps, nbody, 6]`` applied body forces (``xfrc_applied``); a single
+    initial state, control or force sequence is shared by all B rollouts.
     Each stored frame is then rebuilt from the returned states with ``mj_forward``,
     so the traces equal `simulate`'s up to the solver's warm start.
     """
@@ -404,16 +405,18 @@ def rollout_traces(
     x0 = np.atleast_2d(np.asarray(initial_states, dtype=np.float64))
     if x0.shape[1] != nstate:
         raise ValueError(f"initial_states have {x0.shape[1]} columns; full physics states of this model have {nstate}")
-    nbatch = x0.shape[0]
+    c = None if controls is None else np.asarray(controls, dtype=np.float64).reshape((-1, steps, m.nu))
+    f = None if forces is None else np.asarray(forces, dtype=np.float64).reshape((-1, steps, m.nbody * 6))
+    nbatch = max(x0.shape[0], 1 if c is None else c.shape[0], 1 if f is None else f.shape[0])
+    if x0.shape[0] not in (1, nbatch):
+        raise ValueError(f"initial_states have {x0.shape[0]} rows; controls and forces ask for {nbatch} rollouts")
+    x0 = np.ascontiguousarray(np.broadcast_to(x0, (nbatch, nstate)))
     parts: list[np.ndarray] = []
     cspec = 0
-    if controls is not None:
-        c = np.asarray(controls, dtype=np.float64)
-        c = np.broadcast_to(c.reshape((-1, steps, m.nu)) if c.ndim >= 2 else c, (nbatch, steps, m.nu))
-        parts.append(c)
+    if c is not None:
+        parts.append(np.broadcast_to(c, (nbatch, steps, m.nu)))
         cspec |= int(mujoco.mjtState.mjSTATE_CTRL)
-    if forces is not None:
-        f = np.asarray(forces, dtype=np.float64).reshape((-1, steps, m.nbody * 6))
+    if f is not None:
         parts.append(np.broadcast_to(f, (nbatch, steps, m.nbody * 6)))
         cspec |= int(mujoco.mjtState.mjSTATE_XFRC_APPLIED)
     control = np.ascontiguousarray(np.concatenate(parts, axis=2)) if parts else None
