@@ -171,6 +171,7 @@ class RewardProgramWrapper(gym.Wrapper):
     scores 0). The step's ``info`` gains ``is_success`` (the program's
     success), ``program_score`` and one ``reward/<clause>`` key per top-level
     clause; the environment's own success stays in ``info["task_success"]``.
+    ``library`` defaults to the environment's (``env.unwrapped.library``).
 
         env = RewardProgramWrapper(gym.make("simpatterns/PhyreOneBall-v0"), "goal.rwd")
     """
@@ -183,6 +184,8 @@ class RewardProgramWrapper(gym.Wrapper):
                 f"{type(env.unwrapped).__name__} does not expose last_trace; "
                 "RewardProgramWrapper needs one of simpatterns' environments"
             )
+        if library is None:  # the environment's own library (the rope's is the 3D one)
+            library = getattr(env.unwrapped, "library", None)
         self.program_reward = ProgramReward(program, reward, library)
 
     def step(self, action):

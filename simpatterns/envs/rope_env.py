@@ -50,8 +50,9 @@ class KnotRopeEnv(gym.Env):
     with ``info["invalid_reason"]``; a wrong shape raises ValueError.
 
     Rewards: ``"sparse"`` ``success_reward`` when the Gauss code matches the goal's
-    (the episode then terminates), else 0, and ``timeout_penalty`` added on the
-    last step of an episode that ends unsolved at its time limit; ``"program"`` a
+    (the episode then terminates), else 0, and ``timeout_penalty`` added on step
+    ``horizon`` when still unsolved (KnotGym: +5 and -5; the registered time limit is 50 steps, pass
+    ``horizon`` too when changing ``max_episode_steps``); ``"program"`` a
     reward program over the episode's trace so far (dense score or 0/1 success,
     ``program_reward``), read with the 3D pattern library.
 
@@ -85,6 +86,7 @@ class KnotRopeEnv(gym.Env):
         mirror: bool = False,
         success_reward: float = 1.0,
         timeout_penalty: float = 0.0,
+        horizon: int = 50,
         record_stride: int = 8,
         annotate: bool | None = None,
         library: Any = None,
@@ -108,8 +110,8 @@ class KnotRopeEnv(gym.Env):
             raise ValueError("reward_program given with reward_mode='sparse'; use reward_mode='program'")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
-        if image_size < 16 or record_stride < 1:
-            raise ValueError("image_size must be >= 16 and record_stride >= 1")
+        if image_size < 16 or record_stride < 1 or horizon < 1:
+            raise ValueError("image_size must be >= 16, record_stride and horizon >= 1")
         self.task = KnotTask.make(task, crossings)
         self.split = split
         self.configs = load_configurations(split)
@@ -118,6 +120,7 @@ class KnotRopeEnv(gym.Env):
         self.image_size = int(image_size)
         self.strict, self.mirror = bool(strict), bool(mirror)
         self.success_reward, self.timeout_penalty = float(success_reward), float(timeout_penalty)
+        self.horizon = int(horizon)
         self.record_stride = int(record_stride)
         self.annotate = (render_mode == "ansi") if annotate is None else bool(annotate)
         self.text_budget = int(text_budget)
@@ -276,8 +279,7 @@ class KnotRopeEnv(gym.Env):
             "goal_crossings": self.goal_code.num_crossings, "goal_gauss_code": self.goal_code.text,
             "bead": bead, "force": force, "invalid_reason": reason, "unstable": unstable, "task_success": ok,
         }
-        limit = self.spec.max_episode_steps if self.spec is not None else None
-        timed_out = limit is not None and self.num_steps >= limit
+        timed_out = self.num_steps == self.horizon
         annotation = None
         if self.annotate:
             from simpatterns.annotate.annotator import annotate
