@@ -35,25 +35,29 @@ def frame_crossings(pos, closed):
     bead counts once; neighbouring segments are skipped."""
     T, M, _ = pos.shape
     S = M if closed else M - 1
-    i, j = np.triu_indices(S, 2)
+    pairs = np.triu(np.ones((S, S), dtype=bool), 2)  # non-adjacent pairs, each once
     if closed:
-        keep = ~((i == 0) & (j == S - 1))
-        i, j = i[keep], j[keep]
+        pairs[0, S - 1] = False  # they share the closing bead
     nxt = np.roll(pos, -1, axis=1) if closed else pos[:, 1:]
     a, d = pos[:, :S], nxt[:, :S] - pos[:, :S]
+    lo, hi = np.minimum(a, a + d)[..., :2], np.maximum(a, a + d)[..., :2]
     out = []
-    for lo in range(0, T, CHUNK):
-        A, D = a[lo:lo + CHUNK], d[lo:lo + CHUNK]
-        r, s, w = D[:, i, :2], D[:, j, :2], A[:, j, :2] - A[:, i, :2]
-        den = r[..., 0] * s[..., 1] - r[..., 1] * s[..., 0]
+    for start in range(0, T, CHUNK):
+        L, H = lo[start:start + CHUNK], hi[start:start + CHUNK]
+        near = ((L[:, :, None, 0] <= H[:, None, :, 0]) & (L[:, None, :, 0] <= H[:, :, None, 0])
+                & (L[:, :, None, 1] <= H[:, None, :, 1]) & (L[:, None, :, 1] <= H[:, :, None, 1]) & pairs)
+        f, i, j = np.nonzero(near)  # candidates only: bounding boxes overlap
+        f = f + start
+        r, s, w = d[f, i, :2], d[f, j, :2], a[f, j, :2] - a[f, i, :2]
+        den = r[:, 0] * s[:, 1] - r[:, 1] * s[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = (w[..., 0] * s[..., 1] - w[..., 1] * s[..., 0]) / den
-            u = (w[..., 0] * r[..., 1] - w[..., 1] * r[..., 0]) / den
-        f, k = np.nonzero((t >= 0) & (t < 1) & (u >= 0) & (u < 1))
-        ti, tj = t[f, k], u[f, k]
-        zi = A[f, i[k], 2] + ti * D[f, i[k], 2]
-        zj = A[f, j[k], 2] + tj * D[f, j[k], 2]
-        out.append((f + lo, i[k], j[k], ti, tj, zi > zj))
+            t = (w[:, 0] * s[:, 1] - w[:, 1] * s[:, 0]) / den
+            u = (w[:, 0] * r[:, 1] - w[:, 1] * r[:, 0]) / den
+        k = np.flatnonzero((t >= 0) & (t < 1) & (u >= 0) & (u < 1))
+        f, i, j, ti, tj = f[k], i[k], j[k], t[k], u[k]
+        zi = a[f, i, 2] + ti * d[f, i, 2]
+        zj = a[f, j, 2] + tj * d[f, j, 2]
+        out.append((f, i, j, ti, tj, zi > zj))
     return tuple(np.concatenate(cols) for cols in zip(*out))
 
 

@@ -263,24 +263,24 @@ def find_crossings(points: np.ndarray, direction: Sequence[float] = Z_UP, *, clo
     n = a.shape[0]
     if n < 3:
         return []
-    i, j = np.triu_indices(n, k=2)
+    # candidate pairs: bounding boxes overlap (an n x n test is cheap), non-adjacent, each pair once
+    lo, hi = np.minimum(a, b) - edge_tol, np.maximum(a, b) + edge_tol
+    near = ((lo[:, None, 0] <= hi[None, :, 0]) & (lo[None, :, 0] <= hi[:, None, 0])
+            & (lo[:, None, 1] <= hi[None, :, 1]) & (lo[None, :, 1] <= hi[:, None, 1]))
+    near = np.triu(near, k=2)
     if closed:
-        keep = ~((i == 0) & (j == n - 1))  # they share the closing vertex
-        i, j = i[keep], j[keep]
+        near[0, n - 1] = False  # they share the closing vertex
+    i, j = np.nonzero(near)
     d = b - a
     r, s = d[i], d[j]
     diff = a[j] - a[i]
     denom = r[:, 0] * s[:, 1] - r[:, 1] * s[:, 0]
-    # bounding-box prefilter keeps the exact tests cheap on long curves
-    lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
-    lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
-    near = (lo_i <= hi_j + edge_tol).all(axis=1) & (lo_j <= hi_i + edge_tol).all(axis=1)
     scale = np.abs(r).sum(axis=1) * np.abs(s).sum(axis=1)
-    parallel = near & (np.abs(denom) <= 1e-12 * np.maximum(scale, 1e-300))
+    parallel = np.abs(denom) <= 1e-12 * np.maximum(scale, 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (diff[:, 0] * s[:, 1] - diff[:, 1] * s[:, 0]) / denom  # along segment i
         u = (diff[:, 0] * r[:, 1] - diff[:, 1] * r[:, 0]) / denom  # along segment j
-    hit = near & ~parallel & (t >= 0) & (t < 1) & (u >= 0) & (u < 1)
+    hit = ~parallel & (t >= 0) & (t < 1) & (u >= 0) & (u < 1)
     # parallel segments that overlap in the projection: an ambiguous contact, not a crossing
     overlap = parallel & (np.abs(diff[:, 0] * r[:, 1] - diff[:, 1] * r[:, 0]) <= 1e-12 * np.maximum(scale, 1e-300))
     out: list[Crossing] = []

@@ -32,6 +32,7 @@ returned states.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -44,32 +45,70 @@ from simpatterns.trace import Trace, collision_events, empty_contacts
 SIMULATOR_NAME = "mujoco"
 
 
-@dataclass
 class _Buffers:
-    """Growable per-frame arrays (doubling), so recording allocates rarely."""
+    """Per-frame arrays in fixed-size blocks: recording never copies what it already holds
+    (a doubling buffer's copies and fresh pages cost more than the recording itself)."""
 
-    xipos: np.ndarray
-    xquat: np.ndarray
-    cvel: np.ndarray
-    com: np.ndarray
-    size: int = 0
+    BLOCK = 256
 
-    def grow(self) -> None:
-        for name in ("xipos", "xquat", "cvel", "com"):
-            arr = getattr(self, name)
-            bigger = np.empty((max(8, 2 * arr.shape[0]),) + arr.shape[1:], arr.dtype)
-            bigger[: arr.shape[0]] = arr
-            setattr(self, name, bigger)
+    def __init__(self, shapes: dict[str, tuple[int, ...]]):
+        self.shapes = shapes
+        self.blocks: list[dict[str, np.ndarray]] = []
+        self.size = 0
+
+    def row(self) -> tuple[dict[str, np.ndarray], int]:
+        """The block and index where frame ``size`` goes (a new block when the last is full)."""
+        k, i = divmod(self.size, self.BLOCK)
+        if k == len(self.blocks):
+            self.blocks.append({n: np.empty((self.BLOCK,) + shape) for n, shape in self.shapes.items()})
+        return self.blocks[k], i
+
+    def column(self, name: str) -> np.ndarray:
+        """``[size, ...]``: one array over every recorded frame."""
+        full, rest = divmod(self.size, self.BLOCK)
+        parts = [b[name] for b in self.blocks[:full]] + ([self.blocks[full][name][:rest]] if rest else [])
+        if not parts:
+            return np.empty((0,) + self.shapes[name])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+_CONTACT_FIELDS = ("pos", "frame", "geom", "flex", "elem", "vert", "efc_address", "exclude")
 
 
 @dataclass
 class _ContactRows:
-    frame: list[np.ndarray] = field(default_factory=list)
-    a: list[np.ndarray] = field(default_factory=list)
-    b: list[np.ndarray] = field(default_factory=list)
-    point: list[np.ndarray] = field(default_factory=list)
-    normal: list[np.ndarray] = field(default_factory=list)
+    """Raw contacts of the recorded frames, mapped to trace bodies once, at assembly.
+
+    Recording copies the bytes of the ``mjContact`` structs in one call (``raw``; the
+    field offsets are read once from ``d.contact``'s numpy views): a dozen numpy calls per
+    step on tiny arrays would cost more than the recording of everything else."""
+
+    frame: list[int] = field(default_factory=list)
+    raw: list[np.ndarray] = field(default_factory=list)
     force: list[np.ndarray] = field(default_factory=list)
+    stride: int = 0
+    offsets: dict[str, int] = field(default_factory=dict)
+
+    def layout(self, con: Any) -> None:
+        """Field offsets inside one ``mjContact`` (from the addresses of ``d.contact``'s views)."""
+        views = {n: getattr(con, n) for n in _CONTACT_FIELDS}
+        address = {n: v.__array_interface__["data"][0] for n, v in views.items()}
+        self.stride = int(views["pos"].strides[0])
+        if any(v.strides[0] != self.stride for v in views.values()):
+            raise RuntimeError("unexpected mjContact layout: fields with different strides")
+        base = min(address.values())
+        self.offsets = {n: a - base for n, a in address.items()}
+
+    def copy(self, con: Any, n: int) -> np.ndarray:
+        """The ``n`` contacts' structs as bytes ``[n, stride]``."""
+        start = con.pos.__array_interface__["data"][0] - self.offsets["pos"]
+        return np.frombuffer((ctypes.c_uint8 * (n * self.stride)).from_address(start), np.uint8).reshape(n, -1).copy()
+
+    def column(self, raw: np.ndarray, name: str, dtype: Any, width: int) -> np.ndarray:
+        """Field ``name`` of every row of ``raw`` as ``[K, width]``."""
+        off = self.offsets[name]
+        size = np.dtype(dtype).itemsize * width
+        return np.ascontiguousarray(raw[:, off:off + size]).view(dtype).reshape(-1, width)
 
 
 class TraceRecorder:
@@ -106,8 +145,7 @@ class TraceRecorder:
     def reset(self) -> None:
         """Forget everything recorded (the next `step` is physics step 0)."""
         nb = self.model.nbody - 1
-        self._buf = _Buffers(np.empty((64, nb, 3)), np.empty((64, nb, 4)), np.empty((64, nb, 6)),
-                             np.empty((64, self.model.nbody, 3)))
+        self._buf = _Buffers({"xipos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self.model.nbody, 3)})
         self._contacts = _ContactRows()
         self._steps = 0
         self._static: tuple[np.ndarray, np.ndarray] | None = None
@@ -136,9 +174,8 @@ class TraceRecorder:
 
     def _record(self, d: mujoco.MjData, t: float) -> None:
         buf = self._buf
-        if buf.size == buf.xipos.shape[0]:
-            buf.grow()
         f = buf.size
+        block, i = buf.row()
         if self._start_time is None:
             self._start_time = float(t)
             wg = self.map.world_geoms
@@ -146,71 +183,64 @@ class TraceRecorder:
             for k, g in enumerate(wg):
                 mujoco.mju_mat2Quat(quat[k], d.geom_xmat[g])
             self._static = (d.geom_xpos[wg].copy(), quat)
-        buf.xipos[f] = d.xipos[1:]
-        buf.xquat[f] = d.xquat[1:]
-        buf.cvel[f] = d.cvel[1:]
-        buf.com[f] = d.subtree_com
+        block["xipos"][i] = d.xipos[1:]
+        block["xquat"][i] = d.xquat[1:]
+        block["cvel"][i] = d.cvel[1:]
+        block["com"][i] = d.subtree_com
         buf.size = f + 1
         if d.ncon:
             self._record_contacts(d, f)
 
     def _record_contacts(self, d: mujoco.MjData, f: int) -> None:
         con = d.contact
-        adr = con.efc_address
-        live = np.flatnonzero((adr >= 0) & (con.exclude == 0))
-        if live.size == 0:
-            return
+        rows = self._contacts
+        if not rows.stride:
+            rows.layout(con)
+        n = d.ncon
+        rows.frame.append(f)
+        rows.raw.append(rows.copy(con, n))
+        rows.force.append(self._normal_force(d, con.efc_address, con.dim) if d.nefc else np.zeros(n))
+
+    def _contact_bodies(self, frame: np.ndarray, geom: np.ndarray, flex: np.ndarray, elem: np.ndarray,
+                        vert: np.ndarray, point: np.ndarray, xipos: np.ndarray) -> np.ndarray:
+        """Trace body of both sides of each contact ``[K, 2]`` (-1: none). A flex side counts for
+        its vertex, or for the element's vertex nearest the contact point (a vertex's position is
+        its body's recorded position)."""
         m = self.model
-        geom = con.geom[live]
         body = np.full(geom.shape, -1, dtype=np.int64)
         if self.map.of_geom.size:
             body = np.where(geom >= 0, self.map.of_geom[np.maximum(geom, 0)], -1)
-        pos = con.pos[live]
-        flexed = np.flatnonzero((body < 0).any(axis=1))
-        if flexed.size:
-            body[flexed] = self._flex_bodies(d, con.flex[live[flexed]], con.elem[live[flexed]],
-                                             con.vert[live[flexed]], pos[flexed], body[flexed])
-        keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
-        if not keep.any():
-            return
-        live, body, pos = live[keep], body[keep], pos[keep]
-        normal = con.frame[live, :3]
-        force = self._normal_force(d, adr[live], con.dim[live])
-        swap = body[:, 0] > body[:, 1]
-        normal = np.where(swap[:, None], -normal, normal)
-        self._contacts.frame.append(np.full(live.size, f, dtype=np.int64))
-        self._contacts.a.append(np.minimum(body[:, 0], body[:, 1]))
-        self._contacts.b.append(np.maximum(body[:, 0], body[:, 1]))
-        self._contacts.point.append(pos.copy())
-        self._contacts.normal.append(normal)
-        self._contacts.force.append(force * m.opt.timestep)
-
-    def _flex_bodies(self, d: mujoco.MjData, flex: np.ndarray, elem: np.ndarray, vert: np.ndarray,
-                     pos: np.ndarray, body: np.ndarray) -> np.ndarray:
-        """Trace body of each flex side of the contacts: the element's vertex nearest the point."""
-        out = body.copy()
-        m = self.model
-        for side in (0, 1):
-            rows = np.flatnonzero(flex[:, side] >= 0)
-            for r in rows:
-                fx = int(flex[r, side])
-                if vert[r, side] >= 0:
-                    v = int(vert[r, side]) + int(m.flex_vertadr[fx])
-                else:
-                    verts = self._flex_elem_verts[fx][int(elem[r, side])]
-                    v = int(verts[np.argmin(((d.flexvert_xpos[verts] - pos[r]) ** 2).sum(axis=1))])
-                out[r, side] = self.map.flex_vert_body[v]
-        return out
+        vbody = self.map.flex_vert_body
+        for fx, elems in enumerate(self._flex_elem_verts):
+            for side in (0, 1):
+                on = flex[:, side] == fx
+                if not on.any():
+                    continue
+                rows = np.flatnonzero(on)
+                by_vert = vert[rows, side] >= 0
+                out = np.empty(rows.size, dtype=np.int64)
+                out[by_vert] = vbody[vert[rows[by_vert], side] + int(m.flex_vertadr[fx])]
+                r = rows[~by_vert]
+                if r.size:
+                    cand = vbody[elems[elem[r, side]]]  # [k, dim + 1] trace bodies of the element's vertices
+                    # buffer column b - 1 holds MuJoCo body b
+                    where = xipos[frame[r][:, None], m.flex_vertbodyid[elems[elem[r, side]]] - 1]
+                    nearest = np.argmin(((where - point[r][:, None]) ** 2).sum(axis=2), axis=1)
+                    out[~by_vert] = cand[np.arange(r.size), nearest]
+                body[rows, side] = out
+        return body
 
     def _normal_force(self, d: mujoco.MjData, adr: np.ndarray, dim: np.ndarray) -> np.ndarray:
         """Normal force of each contact from the constraint forces (what ``mj_contactForce``
         gives as its first component): pyramidal cones spread it over 2 (dim - 1) edges."""
         efc = d.efc_force
-        if not self._pyramidal:
-            return efc[adr].copy()
+        adr = np.maximum(adr, 0)  # excluded contacts (address -1) are dropped at assembly
+        if not self._pyramidal or (dim == 1).all():
+            return efc[adr]
         rows = np.where(dim > 1, 2 * (dim - 1), 1)
-        csum = np.concatenate(([0.0], np.cumsum(efc)))
-        return csum[adr + rows] - csum[adr]
+        k = np.arange(int(rows.max()))
+        take = k[None, :] < rows[:, None]
+        return np.where(take, efc[np.minimum(adr[:, None] + k[None, :], efc.size - 1)], 0.0).sum(axis=1)
 
     # ------------------------------------------------------------- assembly
     def trace(self, meta: dict[str, Any] | None = None, final: mujoco.MjData | None = None) -> Trace:
@@ -225,8 +255,8 @@ class TraceRecorder:
                 return self._assemble(meta)
             finally:
                 self._buf.size = size
-                for column in vars(self._contacts).values():
-                    del column[rows:]
+                c = self._contacts
+                del c.frame[rows:], c.raw[rows:], c.force[rows:]
         return self._assemble(meta)
 
     def _assemble(self, meta: dict[str, Any] | None) -> Trace:
@@ -237,8 +267,8 @@ class TraceRecorder:
         buf = self._buf
         W = self.map.num_world
         N = W + m.nbody - 1
-        xipos, xquat, cvel = buf.xipos[:T], buf.xquat[:T], buf.cvel[:T]
-        root_com = buf.com[:T][:, self._root[1:]]
+        xipos, xquat, cvel = buf.column("xipos"), buf.column("xquat"), buf.column("cvel")
+        root_com = buf.column("com")[:, self._root[1:]]
         omega = cvel[..., :3]
         lin = cvel[..., 3:] + np.cross(omega, xipos - root_com)
         position = np.zeros((T, N, 3))
@@ -255,7 +285,7 @@ class TraceRecorder:
             quaternion[:, :W] = self._static[1]
         x, y = quaternion[..., 1], quaternion[..., 2]
         tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
-        contacts = self._contact_arrays(N)
+        contacts = self._contact_arrays(N, xipos)
         names = [b.name for b in self.map.bodies]
         events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
         time = np.arange(T) * (self.stride * m.opt.timestep)
@@ -296,13 +326,26 @@ class TraceRecorder:
             out.append({"name": name, "bodies": beads.tolist(), "closed": closed})
         return out
 
-    def _contact_arrays(self, n: int) -> dict[str, np.ndarray]:
+    def _contact_arrays(self, n: int, xipos: np.ndarray) -> dict[str, np.ndarray]:
         c = self._contacts
         if not c.frame:
             return empty_contacts(3)
-        frame = np.concatenate(c.frame)
-        a, b = np.concatenate(c.a), np.concatenate(c.b)
-        point, normal, force = np.concatenate(c.point), np.concatenate(c.normal), np.concatenate(c.force)
+        raw = np.concatenate(c.raw)
+        frame = np.repeat(np.asarray(c.frame, dtype=np.int64), [len(x) for x in c.raw])
+        force = np.concatenate(c.force) * self.model.opt.timestep
+        adr, exclude = c.column(raw, "efc_address", np.int32, 1)[:, 0], c.column(raw, "exclude", np.int32, 1)[:, 0]
+        live = (adr >= 0) & (exclude == 0)  # MuJoCo excludes contacts in a gap or of fused bodies
+        raw, frame, force = raw[live], frame[live], force[live]
+        point = c.column(raw, "pos", np.float64, 3)
+        normal = c.column(raw, "frame", np.float64, 9)[:, :3]
+        ints = {name: c.column(raw, name, np.int32, 2).astype(np.int64) for name in ("geom", "flex", "elem", "vert")}
+        body = self._contact_bodies(frame, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, xipos)
+        keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
+        if not keep.any():
+            return empty_contacts(3)
+        frame, body, point, normal, force = frame[keep], body[keep], point[keep], normal[keep], force[keep]
+        normal = np.where((body[:, 0] > body[:, 1])[:, None], -normal, normal)  # from the lower index to the higher
+        a, b = body.min(axis=1), body.max(axis=1)
         key = (frame * n + a) * n + b
         uniq, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
         k = uniq.size
@@ -317,10 +360,11 @@ class TraceRecorder:
         sum_normal = np.where(length[:, None] > 1e-12, sum_normal / np.maximum(length, 1e-300)[:, None],
                               normal[first])
         impulse = np.bincount(inverse, weights=force, minlength=k)
+        index_type = np.int16 if n < 32768 else np.int32
         return {
             "contact_frame": (uniq // (n * n)).astype(np.int32),
-            "contact_a": ((uniq // n) % n).astype(np.int16 if n < 32768 else np.int32),
-            "contact_b": (uniq % n).astype(np.int16 if n < 32768 else np.int32),
+            "contact_a": ((uniq // n) % n).astype(index_type),
+            "contact_b": (uniq % n).astype(index_type),
             "contact_point": mean_point,
             "contact_normal": sum_normal,
             "contact_impulse": impulse,
