@@ -126,7 +126,15 @@ class TraceRecorder:
         self.map = body_map or describe_bodies(self.model, names)
         self.meta = dict(meta or {})
         m = self.model
-        self._root = m.body_rootid.copy()
+        root = m.body_rootid[1:]
+        parents = set(m.body_parentid[1:].tolist())
+        # a body that is its own root and has no children is its subtree: its centre is xipos and
+        # its cvel is already about it; only the other bodies need their root's subtree centre
+        self._needs_root = np.flatnonzero((root != np.arange(1, m.nbody)) | np.isin(np.arange(1, m.nbody),
+                                                                                     list(parents)))
+        self._roots = np.unique(root[self._needs_root])  # MuJoCo body ids whose subtree_com is recorded
+        self._root_slot = np.searchsorted(self._roots, root[self._needs_root])
+        self._timestep = float(m.opt.timestep)
         self._flex_elem_verts = self._flex_elements(m)
         self._pyramidal = m.opt.cone == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
         self.reset()
@@ -145,7 +153,7 @@ class TraceRecorder:
     def reset(self) -> None:
         """Forget everything recorded (the next `step` is physics step 0)."""
         nb = self.model.nbody - 1
-        self._buf = _Buffers({"xipos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self.model.nbody, 3)})
+        self._buf = _Buffers({"xipos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self._roots.size, 3)})
         self._contacts = _ContactRows()
         self._steps = 0
         self._static: tuple[np.ndarray, np.ndarray] | None = None
@@ -163,7 +171,7 @@ class TraceRecorder:
     def step(self, data: mujoco.MjData) -> None:
         """Call after each ``mj_step``: keeps every ``stride``-th step's start state."""
         if self._steps % self.stride == 0:
-            self._record(data, data.time - self.model.opt.timestep)
+            self._record(data, data.time - self._timestep)
         self._steps += 1
 
     def capture(self, data: mujoco.MjData) -> None:
@@ -186,7 +194,8 @@ class TraceRecorder:
         block["xipos"][i] = d.xipos[1:]
         block["xquat"][i] = d.xquat[1:]
         block["cvel"][i] = d.cvel[1:]
-        block["com"][i] = d.subtree_com
+        if self._roots.size:
+            block["com"][i] = d.subtree_com[self._roots]
         buf.size = f + 1
         if d.ncon:
             self._record_contacts(d, f)
@@ -268,9 +277,11 @@ class TraceRecorder:
         W = self.map.num_world
         N = W + m.nbody - 1
         xipos, xquat, cvel = buf.column("xipos"), buf.column("xquat"), buf.column("cvel")
-        root_com = buf.column("com")[:, self._root[1:]]
         omega = cvel[..., :3]
-        lin = cvel[..., 3:] + np.cross(omega, xipos - root_com)
+        lin = cvel[..., 3:].copy()
+        if self._needs_root.size:
+            k = self._needs_root
+            lin[:, k] += np.cross(omega[:, k], xipos[:, k] - buf.column("com")[:, self._root_slot])
         position = np.zeros((T, N, 3))
         velocity = np.zeros((T, N, 3))
         angular = np.zeros((T, N, 3))
