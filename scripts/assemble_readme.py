@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs"]
+ORDER = ["templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs", "mujoco"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 
@@ -27,7 +27,8 @@ def main() -> None:
         if page.exists():
             body = page.read_text().strip()
             # images in the pages are relative to docs/readme/
-            body = body.replace("](annotate_timeline.png", "](docs/readme/annotate_timeline.png")
+            for image in sorted(p.name for p in (ROOT / "docs" / "readme").glob("*.png")):
+                body = body.replace(f"]({image}", f"](docs/readme/{image}")
             parts.append(body)
     new = head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
     tmp = readme.with_name(".README.md.tmp")
