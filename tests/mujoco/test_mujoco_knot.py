@@ -10,7 +10,6 @@ from simpatterns.simulators.mujoco.knot import (
     find_crossings,
     gauss_code,
     is_unknot,
-    pd_code,
     same_code,
 )
 
