@@ -1,7 +1,8 @@
 """Regenerate the built-in libraries' library.json from their detector files.
 
 Run after every edit of a built-in detector so the manifest's source hashes,
-descriptions, dependencies and params match the files:
+descriptions, dependencies, params and declarations (body params,
+directedness, duration) match the files:
 
     python scripts/build_builtin_manifest.py                # write simpatterns/detectors/builtin/library.json
     python scripts/build_builtin_manifest.py --world 3d     # simpatterns/detectors/builtin3d/library.json
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from simpatterns.detectors.builtin import BUILTIN_DIR, MANIFEST_PATH
 from simpatterns.detectors.builtin3d import BUILTIN_DIR as BUILTIN3D_DIR, MANIFEST_PATH as MANIFEST3D_PATH
 from simpatterns.detectors.contract import load_detector, normalize_label, source_hash
+from simpatterns.files import atomic_write
 
 GUIDED = "guided"
 SELF = "self-discovered"
@@ -99,6 +100,9 @@ def build_manifest(folder: Path = BUILTIN_DIR, order: list[tuple[str, str]] = OR
             "description": det.description,
             "depends": det.depends,
             "params": det.params,
+            "body_params": det.body_params,
+            "directed": det.directed,
+            "duration": det.duration,
             "provenance": provenance,
             "fitness": None,
             "source_hash": source_hash(source),
@@ -136,9 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"{manifest_path} is up to date")
             continue
-        tmp = manifest_path.with_name(f".{manifest_path.name}.tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, manifest_path)
+        atomic_write(manifest_path, text)
         print(f"wrote {manifest_path} ({len(order)} patterns)")
     return status
 

@@ -51,6 +51,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from simpatterns.files import atomic_open
+
 FORMAT_NAME = "simpatterns-trace"
 FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
 
@@ -331,16 +333,14 @@ class Trace:
         }
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write one compressed ``.npz`` atomically (temp file + rename)."""
+        """Write one compressed ``.npz`` atomically, creating missing folders."""
         path = Path(path)
         arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
         arrays.update({n: getattr(self, n) for n in _OPTIONAL_ARRAY_FIELDS if getattr(self, n) is not None})
         header = json.dumps(self.header(), default=_json_default).encode()
         arrays["header"] = np.frombuffer(header, dtype=np.uint8)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with atomic_open(path, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
         return path
 
     @staticmethod
@@ -434,8 +434,12 @@ class Trace:
         if K and max(self.contact_a.max(), self.contact_b.max()) >= N:
             raise TraceFormatError(f"{source}: contact body index outside [0, {N})")
 
+    def __eq__(self, other: object) -> bool:
+        # `equals`, so that ``==`` works on traces (e.g. in an env's info, which Gymnasium compares)
+        return self.equals(other) if isinstance(other, Trace) else NotImplemented
+
     def equals(self, other: "Trace") -> bool:
-        """Bit-exact equality of arrays, bodies, events and meta."""
+        """Bit-exact equality of arrays, bodies, events and meta (also ``==``)."""
         for n in _OPTIONAL_ARRAY_FIELDS:
             mine, theirs = getattr(self, n), getattr(other, n)
             if (mine is None) != (theirs is None) or (

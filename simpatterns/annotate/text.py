@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.trace import Trace
 
 DASH = "–"

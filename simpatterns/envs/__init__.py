@@ -34,9 +34,11 @@ def register_envs() -> None:
 
 register_envs()
 
+_ROPE_OPTIONS = ("RopeTaskOptions", "RopeSimulationOptions", "RopeObservationOptions", "RopeRenderOptions")
+
 
 def __getattr__(name: str):
-    # the env classes import the simulator and the DSL: load them on first use only
+    # the env classes import the simulators and the DSL: load them on first use only
     if name in ("PhyreOneBallEnv", "Task"):
         from simpatterns.envs import phyre_env
 
@@ -45,12 +47,21 @@ def __getattr__(name: str):
         from simpatterns.envs import rope_env
 
         return rope_env.KnotRopeEnv
-    if name in ("RewardProgramWrapper", "ProgramReward"):
+    if name in ("TaskOptions", "SimulationOptions", "ObservationOptions", "RenderOptions"):
+        from simpatterns.envs import options
+
+        return getattr(options, name)
+    if name in _ROPE_OPTIONS:
+        from simpatterns.envs import rope_options
+
+        return getattr(rope_options, name)
+    if name == "RewardProgramWrapper":
         from simpatterns.envs import reward
 
         return getattr(reward, name)
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "KNOT_ROPE", "KnotRopeEnv", "PHYRE_ONE_BALL", "PhyreOneBallEnv", "ProgramReward", "RewardProgramWrapper", "Task",
-           "register_envs"]
+__all__ = ["ENV_IDS", "KNOT_ROPE", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL", "PhyreOneBallEnv",
+           "RenderOptions", "RewardProgramWrapper", "RopeObservationOptions", "RopeRenderOptions",
+           "RopeSimulationOptions", "RopeTaskOptions", "SimulationOptions", "Task", "TaskOptions", "register_envs"]

@@ -15,28 +15,30 @@ env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check
 
 @env_app.command("list")
 def list_cmd() -> None:
-    """Registered ids with their observation modes, action spaces and reward modes."""
+    """Registered ids with their observation modes, action spaces and rewards."""
     import gymnasium as gym
 
     import simpatterns.envs as envs
     from simpatterns.envs.observation import OBS_MODES
-    from simpatterns.envs.phyre_env import REWARD_MODES, all_tasks
+    from simpatterns.envs.phyre_env import all_tasks
 
     for env_id in envs.ENV_IDS:
         spec = gym.spec(env_id)
         console.print(f"[bold]{env_id}[/bold]  (max_episode_steps={spec.max_episode_steps})")
         if env_id == envs.KNOT_ROPE:
-            from simpatterns.envs.rope_env import OBS_MODES as ROPE_OBS, REWARD_MODES as ROPE_REWARDS
+            from simpatterns.envs.rope_options import OBS_MODES as ROPE_OBS
             from simpatterns.simulators.mujoco.tasks import TASK_NAMES
 
             console.print(f"  obs_mode: {', '.join(ROPE_OBS)}")
             console.print("  actions:  Box(-1, 1, (6,)) = point (snapped to the nearest bead), force")
-            console.print(f"  reward:   {', '.join(ROPE_REWARDS)} (reward_program=..., program_reward=score|success)")
+            console.print("  reward:   Gauss code matches the goal's (success_reward=, timeout_penalty=); a reward "
+                          "program through RewardProgramWrapper(env, program, reward=score|success)")
             console.print(f"  tasks:    {', '.join(TASK_NAMES)} with crossings=N, split=train|eval")
             continue
         console.print(f"  obs_mode: {', '.join(OBS_MODES)}")
         console.print("  actions:  Box(0, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
-        console.print(f"  reward:   {', '.join(REWARD_MODES)} (reward_program=..., program_reward=score|success)")
+        console.print("  reward:   PHYRE task success (or success_fn=...); a reward program through "
+                      "RewardProgramWrapper(env, program, reward=score|success)")
         console.print(f"  tasks:    {len(all_tasks())} shipped template variants, or scene='buckets' / a Scene")
     console.print('usage: import simpatterns.envs; gym.make("simpatterns/PhyreOneBall-v0", obs_mode="semantic")')
 
@@ -53,7 +55,7 @@ def check_cmd(
 
     import simpatterns.envs as envs
     from simpatterns.envs.observation import OBS_MODES
-    from simpatterns.envs.rope_env import OBS_MODES as ROPE_OBS
+    from simpatterns.envs.rope_options import OBS_MODES as ROPE_OBS
 
     checks = []  # (env id, keyword arguments, label)
     for obs_mode in OBS_MODES:

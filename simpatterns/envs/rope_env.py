@@ -17,25 +17,39 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from simpatterns.envs.reward import REWARD_KINDS, ProgramReward, RewardResult
+from simpatterns.envs.options import route_options
+from simpatterns.envs.rope_options import (
+    OBS_MODES,
+    RENDER_MODES,
+    ROPE_GROUPS,
+    RopeObservationOptions,
+    RopeRenderOptions,
+    RopeSimulationOptions,
+    RopeTaskOptions,
+)
 from simpatterns.simulators.mujoco.knot import GaussCode, diagram
 from simpatterns.simulators.mujoco.rope import RopeConfig, RopeWorld
-from simpatterns.simulators.mujoco.tasks import SPLITS, TASK_NAMES, KnotTask, load_configurations
+from simpatterns.simulators.mujoco.tasks import load_configurations
 from simpatterns.trace import Trace
 
-OBS_MODES = ("rgb", "state")
-REWARD_MODES = ("sparse", "program")
-RENDER_MODES = ["rgb_array", "ansi"]
 GOAL_CACHE = 64  # goal images kept (LRU)
+
+__all__ = ["OBS_MODES", "RENDER_MODES", "KnotRopeEnv"]
 
 
 class KnotRopeEnv(gym.Env):
     """Manipulate a rope loop until its Gauss code matches the goal's.
 
-    Task: ``task`` ("unknot", "tie", "convert") at difficulty ``crossings`` (an int,
-    or a list drawn per episode) from ``split`` ("train" or "eval"); see
-    `simpatterns.simulators.mujoco.tasks`. ``reset(options=...)`` may fix
-    ``start``/``goal`` (an index into the split, or bead positions ``[beads, 3]``).
+    Options come in four groups (`simpatterns.envs.rope_options`): ``task``
+    (`RopeTaskOptions`: ``task`` "unknot", "tie" or "convert" at difficulty
+    ``crossings``, an int or a list drawn per episode, from ``split`` "train"
+    or "eval"; the success test; the sparse reward), ``simulation``
+    (`RopeSimulationOptions`), ``observation`` (`RopeObservationOptions`) and
+    ``rendering`` (`RopeRenderOptions`). Each field may also be given as a
+    flat keyword (``gym.make(ID, task="tie", crossings=3, obs_mode="state")``;
+    a string ``task`` is the task's name). ``reset(options=...)`` may fix
+    ``start``/``goal`` (an index into the split, or bead positions
+    ``[beads, 3]``). See `simpatterns.simulators.mujoco.tasks`.
 
     Observations (``obs_mode``): ``"rgb"`` the top views of the rope and of the
     goal side by side, ``[image_size, 2 * image_size, 3]`` uint8 (KnotGym's
@@ -49,88 +63,67 @@ class KnotRopeEnv(gym.Env):
     outside [-1, 1] are clipped; an action with NaN is a no-op (the rope coasts)
     with ``info["invalid_reason"]``; a wrong shape raises ValueError.
 
-    Rewards: ``"sparse"`` ``success_reward`` when the Gauss code matches the goal's
-    (the episode then terminates), else 0, and ``timeout_penalty`` added on step
-    ``horizon`` when still unsolved (KnotGym: +5 and -5; the registered time limit is 50 steps, pass
-    ``horizon`` too when changing ``max_episode_steps``); ``"program"`` a
-    reward program over the episode's trace so far (dense score or 0/1 success,
-    ``program_reward``), read with the 3D pattern library.
+    Reward: ``success_reward`` when the Gauss code matches the goal's (the
+    episode then terminates), else 0, and ``timeout_penalty`` added on step
+    ``horizon`` when still unsolved (KnotGym: +5 and -5; the registered time
+    limit is 50 steps, pass ``horizon`` too when changing
+    ``max_episode_steps``). A reward program over the episode's trace replaces
+    it through `RewardProgramWrapper` (compiled against this env's
+    ``library``, the 3D one), the one way a program reaches an env.
 
     Success: the codes match up to the start bead and the direction of travel
     (``mirror=True`` also accepts the mirror image); ``strict=True`` compares the
     codes read from bead 0, as KnotGym does.
 
-    ``info``: ``is_success`` (the reward's success), ``task_success`` (the Gauss
-    code test), ``crossings``, ``gauss_code``, ``goal_crossings``,
-    ``goal_gauss_code``, ``bead`` and ``force`` (the push), ``invalid_reason``,
-    ``unstable``, ``reward/success`` (sparse) or ``program_score`` and
-    ``reward/<clause>`` (program); ``annotation_text`` with ``annotate=True``
-    (default with ``render_mode="ansi"``). ``env.unwrapped.last_trace`` is the
-    episode's `Trace` so far (every ``record_stride``-th physics step).
+    ``info`` after reset: ``task``, ``goal`` (the goal in words),
+    ``start_index``, ``goal_index``, ``crossings``, ``gauss_code``,
+    ``goal_crossings``, ``goal_gauss_code``, ``is_success``, ``task_success``
+    and ``bodies`` (the bead names a trace of this rope has). After a step:
+    ``is_success`` and ``task_success`` (the Gauss code test), ``crossings``,
+    ``gauss_code``, ``goal_crossings``, ``goal_gauss_code``, ``bead`` and
+    ``force`` (the push), ``invalid_reason``, ``unstable``,
+    ``reward/success``; with ``annotate`` (default when
+    ``render_mode="ansi"``) ``annotation_text``, exactly what the ``ansi``
+    render shows, and ``annotation``, the library's `Annotation` of the
+    episode so far; with ``info_trace=True`` (the wrapper switches it on) the
+    episode's `Trace` so far as ``info["trace"]`` (every ``record_stride``-th
+    physics step; also ``env.unwrapped.last_trace``).
     """
 
     metadata = {"render_modes": RENDER_MODES, "render_fps": 5}
 
     def __init__(
         self,
-        task: str = "unknot",
-        crossings: int | list[int] = 2,
-        split: str = "train",
-        obs_mode: str = "rgb",
-        reward_mode: str = "sparse",
-        reward_program: Any = None,
-        program_reward: str = "score",
-        render_mode: str | None = None,
-        image_size: int = 128,
-        strict: bool = False,
-        mirror: bool = False,
-        success_reward: float = 1.0,
-        timeout_penalty: float = 0.0,
-        horizon: int = 50,
-        record_stride: int = 8,
-        annotate: bool | None = None,
-        library: Any = None,
-        text_budget: int = 4000,
-        config: RopeConfig | None = None,
+        task: RopeTaskOptions | str | None = None,
+        simulation: RopeSimulationOptions | None = None,
+        observation: RopeObservationOptions | None = None,
+        rendering: RopeRenderOptions | None = None,
+        *,
+        info_trace: bool = False,
+        **options: Any,
     ):
         super().__init__()
-        if task not in TASK_NAMES:
-            raise ValueError(f"task must be one of {TASK_NAMES}, got {task!r}")
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
-        if program_reward not in REWARD_KINDS:
-            raise ValueError(f"program_reward must be one of {REWARD_KINDS}, got {program_reward!r}")
-        if reward_mode == "program" and reward_program is None:
-            raise ValueError("reward_mode='program' needs reward_program (text, .rwd path or RewardProgram)")
-        if reward_mode == "sparse" and reward_program is not None:
-            raise ValueError("reward_program given with reward_mode='sparse'; use reward_mode='program'")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
-        if image_size < 16 or record_stride < 1 or horizon < 1:
-            raise ValueError("image_size must be >= 16, record_stride and horizon >= 1")
-        self.task = KnotTask.make(task, crossings)
-        self.split = split
-        self.configs = load_configurations(split)
+        if isinstance(task, str):  # the task's name, given flat: gym.make(ID, task="tie", crossings=3)
+            options = {"task": task, **options}
+            task = None
+        groups = route_options(type(self).__name__, {"task": task, "simulation": simulation,
+                                                     "observation": observation, "rendering": rendering},
+                               options, ROPE_GROUPS)
+        self.task_options: RopeTaskOptions = groups["task"]
+        self.sim_options: RopeSimulationOptions = groups["simulation"]
+        self.obs_options: RopeObservationOptions = groups["observation"]
+        self.render_options: RopeRenderOptions = groups["rendering"]
+        self.render_mode = self.render_options.render_mode
+        self.info_trace = bool(info_trace)
+        t = self.task_options
+        self.task = t.knot_task()
+        self.configs = load_configurations(t.split)
         self.task.sample(self.configs, np.random.default_rng(0))  # fails now if the split lacks a level
-        self.obs_mode, self.reward_mode, self.render_mode = obs_mode, reward_mode, render_mode
-        self.image_size = int(image_size)
-        self.strict, self.mirror = bool(strict), bool(mirror)
-        self.success_reward, self.timeout_penalty = float(success_reward), float(timeout_penalty)
-        self.horizon = int(horizon)
-        self.record_stride = int(record_stride)
-        self.annotate = (render_mode == "ansi") if annotate is None else bool(annotate)
-        self.text_budget = int(text_budget)
-        self.world = RopeWorld(config or RopeConfig())
-        self._library = library
-        self.program: ProgramReward | None = None
-        if reward_mode == "program":
-            self.program = ProgramReward(reward_program, program_reward, self.library)
+        self.obs_mode = self.obs_options.obs_mode
+        self.image_size = int(self.obs_options.image_size)
+        self.world = RopeWorld(self.sim_options.config or RopeConfig())
         n = self.world.num_beads
-        if obs_mode == "rgb":
+        if self.obs_mode == "rgb":
             self.observation_space = spaces.Box(0, 255, (self.image_size, 2 * self.image_size, 3), np.uint8)
         else:
             # every bead lies within half the rope's length of its centre; stretched edges get slack
@@ -139,6 +132,7 @@ class KnotRopeEnv(gym.Env):
         self.action_space = spaces.Box(-1.0, 1.0, (6,), np.float32)
         self._renderer: Any = None
         self._goal_images: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self._bodies: tuple[str, ...] | None = None
         self.goal_positions: np.ndarray | None = None
         self.goal_code: GaussCode | None = None
         self.start_index: int | None = None
@@ -153,11 +147,14 @@ class KnotRopeEnv(gym.Env):
     # ------------------------------------------------------------ helpers
     @property
     def library(self):
-        if self._library is None:
-            from simpatterns.detectors.library import PatternLibrary
+        """The patterns of the annotation text and, through `RewardProgramWrapper`,
+        of reward programs (``rendering.library``, default the built-in 3D library)."""
+        lib = self.render_options.library
+        if lib is None:
+            from simpatterns.dsl import builtin_library
 
-            self._library = PatternLibrary.builtin("3d")
-        return self._library
+            lib = builtin_library("3d")
+        return lib
 
     @property
     def renderer(self):
@@ -215,9 +212,9 @@ class KnotRopeEnv(gym.Env):
 
     def _matches(self, code: GaussCode) -> bool:
         assert self.goal_code is not None
-        if self.strict:
+        if self.task_options.strict:
             return code.text == self.goal_code.text
-        return code.same_as(self.goal_code, self.mirror)
+        return code.same_as(self.goal_code, self.task_options.mirror)
 
     # ------------------------------------------------------------ Gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -232,17 +229,20 @@ class KnotRopeEnv(gym.Env):
         self.goal_code = (self.configs.code(self.goal_index) if self.goal_index is not None
                           else diagram(self.goal_positions).code)
         self.world.set_positions(start)
-        self.world.start_recording(self.record_stride, {"simulator": "mujoco rope", "description": "rope loop"})
+        recorder = self.world.start_recording(int(self.sim_options.record_stride),
+                                              {"simulator": "mujoco rope", "description": "rope loop"})
+        if self._bodies is None:
+            self._bodies = tuple(b.name for b in recorder.map.bodies)
         self.code = self._read_code()
         self.num_steps = 0
         self._trace = None
         self.last_annotation = None
         self._last_push = None
         self._success = self._matches(self.code)
-        info = {"task": self.task.name, "start_index": self.start_index, "goal_index": self.goal_index,
-                "crossings": self.code.num_crossings, "gauss_code": self.code.text,
+        info = {"task": self.task.name, "goal": self._goal_text(), "start_index": self.start_index,
+                "goal_index": self.goal_index, "crossings": self.code.num_crossings, "gauss_code": self.code.text,
                 "goal_crossings": self.goal_code.num_crossings, "goal_gauss_code": self.goal_code.text,
-                "is_success": self._success, "task_success": self._success}
+                "is_success": self._success, "task_success": self._success, "bodies": self._bodies}
         return self._observe(), info
 
     def step(self, action: Any):
@@ -279,29 +279,22 @@ class KnotRopeEnv(gym.Env):
             "goal_crossings": self.goal_code.num_crossings, "goal_gauss_code": self.goal_code.text,
             "bead": bead, "force": force, "invalid_reason": reason, "unstable": unstable, "task_success": ok,
         }
-        timed_out = self.num_steps == self.horizon
-        annotation = None
-        if self.annotate:
+        t = self.task_options
+        reward = float(t.success_reward) if ok else 0.0
+        if self.num_steps == t.horizon and not ok:
+            reward += float(t.timeout_penalty)
+        info["reward/success"] = reward
+        info["is_success"] = ok
+        if self.render_options.annotates:
             from simpatterns.annotate.annotator import annotate
 
-            annotation = annotate(self.last_trace, self.library)
-            self.last_annotation = annotation
+            self.last_annotation = annotate(self.last_trace, self.library)
+            info["annotation"] = self.last_annotation
             info["annotation_text"] = self._text()
-        if self.program is not None:
-            result = self.program(self.last_trace, annotation)
-            self.last_annotation = result.annotation if annotation is None else annotation
-            info["program_score"] = result.score
-            info.update(result.clauses)
-            terminated = result.success or unstable
-        else:
-            result = RewardResult(self.success_reward if ok else 0.0, ok, float(ok))
-            terminated = ok or unstable
-            if timed_out and not ok:
-                result = RewardResult(result.reward + self.timeout_penalty, False, 0.0)
-            info["reward/success"] = result.reward
-        info["is_success"] = result.success
+        if self.info_trace:
+            info["trace"] = self.last_trace
         obs = self._observe() if not unstable else np.zeros(self.observation_space.shape, self.observation_space.dtype)
-        return obs, float(result.reward), bool(terminated), False, info
+        return obs, reward, bool(ok or unstable), False, info
 
     def render(self):
         if self.render_mode is None:
@@ -340,7 +333,7 @@ class KnotRopeEnv(gym.Env):
 
             if self.last_annotation is None or set(self.last_annotation.patterns) != set(self.library.labels):
                 self.last_annotation = annotate(trace, self.library)
-            lines += ["", timeline_text(trace, self.last_annotation, self.text_budget)]
+            lines += ["", timeline_text(trace, self.last_annotation, int(self.render_options.text_budget))]
         return "\n".join(lines)
 
     def close(self) -> None:

@@ -77,7 +77,7 @@ class RopeObjective:
         if self.start.shape != (self.config.beads, 3):
             raise ValueError(f"start must be bead positions [{self.config.beads}, 3], got {self.start.shape}")
         if self.program is not None:
-            self.program_reward  # compile now: a bad program fails here, not in a worker
+            self.reward_program  # compile now: a bad program fails here, not in a worker
 
     @property
     def action_dim(self) -> int:
@@ -89,15 +89,20 @@ class RopeObjective:
         return state
 
     @property
-    def program_reward(self):
+    def reward_program(self):
+        """The compiled `RewardProgram`, checked against the rope's bead names (built
+        on first use in each process; None without a program)."""
         if self.program is None:
             return None
         if self._runtime is None:
             from simpatterns.detectors.library import PatternLibrary
-            from simpatterns.envs.reward import ProgramReward
+            from simpatterns.dsl import RewardProgram, builtin_library
+            from simpatterns.simulators.mujoco.model import describe_bodies
 
-            lib = PatternLibrary.builtin("3d") if self.library is None else PatternLibrary.from_spec(self.library)
-            self._runtime = ProgramReward(self.program, "success" if self.reward == "success" else "score", lib)
+            lib = builtin_library("3d") if self.library is None else PatternLibrary.from_spec(self.library)
+            program = RewardProgram.coerce(self.program, lib)
+            program.require_bodies([b.name for b in describe_bodies(self.world.model).bodies], "rope")
+            self._runtime = program
         return self._runtime
 
     @property
@@ -128,8 +133,9 @@ class RopeObjective:
     def score_trace(self, trace: Trace) -> tuple[float, bool, bool]:
         """(score, reward success, goal success) of a rollout."""
         if self.reward in ("score", "success"):
-            res = self.program_reward(trace)
-            score, ok = res.reward, res.success
+            res = self.reward_program.evaluate(None, trace)
+            ok = bool(res.success)
+            score = res.score if self.reward == "score" else float(ok)
         else:
             assert self.goal is not None
             ok = bool(self.goal(trace))

@@ -10,7 +10,7 @@ DESCRIPTION = (
 DEPENDS = ["contact start"]
 PARAMS = ["object", "surface"]
 BODY_PARAMS = ["object", "surface"]
-DIRECTED = True
+DIRECTED = False
 DURATION = "instant"
 
 MIN_APPROACH = 0.3  # m/s into the surface: slower arrivals are settling, not impacts
