@@ -23,7 +23,7 @@ def detect(trace, events):
     beads = np.asarray(ropes[0]["bodies"], dtype=np.int64)
     z = trace.position[:, beads, 2]
     mid = z.shape[1] // 2
-    above = z - np.partition(z, mid, axis=1)[:, mid:mid + 1]  # minus the median height (np.median needs numpy.ma)
+    above = z - np.partition(z, mid, axis=1)[:, mid:mid + 1]  # minus the median height
     top = np.argmax(above, axis=1)
     lifted = above[np.arange(z.shape[0]), top] > LIFT
     padded = np.concatenate(([False], lifted, [False]))

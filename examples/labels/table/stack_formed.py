@@ -32,7 +32,7 @@ def detect(trace, events):
     if rows.size == 0:
         return out
     keys = np.sort(upper[rows] * N + lower[rows])
-    for key in keys[np.concatenate(([True], keys[1:] != keys[:-1]))].tolist():  # np.unique needs numpy.ma
+    for key in keys[np.concatenate(([True], keys[1:] != keys[:-1]))].tolist():  # unique keys, in order
         frames = trace.contact_frame[rows[(upper[rows] * N + lower[rows]) == key]]
         padded = np.zeros(trace.num_frames + 2, dtype=bool)
         padded[frames + 1] = True
