@@ -142,9 +142,9 @@ def self_discover(questions: Sequence[Question], root: str | os.PathLike, librar
         decisions: list[dict[str, Any]] = []
         for label in proposed:
             if label not in new:
-                done = next((d for d in job.state.done if d["label"] == label), {})
+                done = next((d for d in job.state.done if d.label == label), None)
                 decisions.append({"label": label, "kept": False, "stage": "discovery",
-                                  "why": f"no detector accepted by the evolver: {done.get('why') or 'not evolved'}"})
+                                  "why": f"no detector accepted by the evolver: {done.why if done else 'not evolved'}"})
         kept: list[str] = []
         if new:
             view = ContextBuilder(Path(root), candidates)

@@ -48,6 +48,7 @@ def truncate(trace: Trace, frame: int) -> Trace:
         contact_impulse=trace.contact_impulse[keep].copy(),
         events=[e for e in trace.events if e.frame <= frame],
         meta=meta,
+        quaternion=None if trace.quaternion is None else trace.quaternion[: frame + 1].copy(),
     )
 
 
@@ -58,7 +59,7 @@ def restrict(annotation: Annotation, labels: Iterable[str] | None) -> Annotation
         return annotation
     keep = set(labels)
     return Annotation(
-        events=[e for e in annotation.events if e.pattern in keep],
+        pattern_events={p: annotation.events_of(p) for p in annotation.pattern_events if p in keep},
         num_frames=annotation.num_frames,
         patterns=[p for p in annotation.patterns if p in keep],
         dt=annotation.dt,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from simpatterns.evolve.config import EvolveConfig
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 from simpatterns.qa.context import ContextBuilder
@@ -24,25 +24,48 @@ def test_split_is_seeded_and_leaves_three_to_discover_on(dataset):
     assert len(disc) == 3
 
 
+# runs, but its events sit at fixed frames unrelated to what happens: no evidence, so the evolver rejects it
+TICKER = '''import numpy as np
+
+PATTERN = "ticker"
+DESCRIPTION = "Fires every 37 frames."
+DEPENDS = []
+PARAMS = ["object"]
+BODY_PARAMS = ["object"]
+
+
+def detect(trace, events):
+    first = trace.names[int(np.flatnonzero(trace.dynamic_mask)[0])]
+    return [(f, {"object": first}) for f in range(7, trace.num_frames, 37)]
+'''
+
+
 def test_kept_only_if_heldout_accuracy_improves(dataset, builtin, tmp_path):
+    """The evolver's own acceptance (the default evidence fitness, theta 3 sd) decides which proposals become
+    candidates; the held-out Q&A decides which candidates stay."""
     root, questions = dataset
     qs = [q for q in questions if q.template not in (2, 22)]  # no question names a pattern
     base = builtin.subset(["collision start", "collision end", "task complete"])
     proposal = json.dumps([{"label": "airborne", "description": "A dynamic body touches nothing for a while."},
-                           {"label": "wall graze", "description": "A body brushes a wall."},
-                           {"label": "quiet spell", "description": "Nothing moves for a while."}])
-    good = "```python\n" + builtin.get("airborne").source + "```"
-    quiet = "```python\n" + builtin.get("global rest").source.replace('"global rest"', '"quiet spell"') + "```"
+                           {"label": "rebound", "description": "A body hits another and bounces back."},
+                           {"label": "ticker", "description": "Something happens every 37 frames."},
+                           {"label": "wall graze", "description": "A body brushes a wall."}])
+
+    def answer(code: str) -> Reply:
+        return Reply("```python\n" + code + "```")
+
     rules = [Rule(contains="Propose up to", replies=[Reply(proposal)]),
-             Rule(contains="Pattern to detect: 'airborne'", replies=[Reply(good)]),
-             Rule(contains="Pattern to detect: 'wall graze'", replies=[Reply("no code today")]),
-             Rule(contains="Pattern to detect: 'quiet spell'", replies=[Reply(quiet)])]
+             Rule(contains="Pattern to detect: 'airborne'", replies=[answer(builtin.get("airborne").source)]),
+             Rule(contains="Pattern to detect: 'rebound'",
+                  replies=[answer(builtin.get("bounce").source.replace('"bounce"', '"rebound"'))]),
+             Rule(contains="Pattern to detect: 'ticker'", replies=[answer(TICKER)]),
+             Rule(contains="Pattern to detect: 'wall graze'", replies=[Reply("no code today")])]
     builder = ContextBuilder(root, base)
     # the Q&A "model" is right exactly when the annotation shows airborne events
     rules += marker_rules(qs, builder, "airborne:")
     ecfg = EvolveConfig(samples_per_label=2, batch_size=2, seed=5, sandbox=SandboxLimits(timeout_s=5, smoke_timeout_s=2))
-    ecfg.fitness.theta = -1e9  # the evolver accepts whatever scores: retention is the Q&A's decision here
-    cfg = SelfDiscoveryConfig(k=3, margin=0.05, seed=1, evolve=ecfg)
+    assert ecfg.fitness.kind == "evidence" and ecfg.fitness.resolved().theta == 3.0
+    cfg = SelfDiscoveryConfig(k=4, margin=0.05, seed=1, evolve=ecfg)
     with ScriptedLLMServer(rules=rules) as server:
         client = make_client("openai", base_url=server.base_url, concurrency=4)
         record = self_discover(qs, root, base, client, tmp_path / "sd", cfg)
@@ -51,15 +74,22 @@ def test_kept_only_if_heldout_accuracy_improves(dataset, builtin, tmp_path):
     # the reasoning of the Q&A run reached the proposal prompt
     assert len(asked) == 1 and "Reasoning: Hard to say." in asked[0]["messages"][-1]["content"]
     decisions = {d["label"]: d for d in record["rounds"][0]["decisions"]}
-    assert decisions["airborne"]["kept"] and decisions["airborne"]["accuracy_without"] == 0.0
-    assert decisions["airborne"]["accuracy_with"] == 1.0 and decisions["airborne"]["gain"] >= 0.05
-    assert decisions["airborne"]["heldout_questions"] == sum(q.rollout_id in record["heldout_rollouts"] for q in qs)
+    assert set(decisions) == {"airborne", "rebound", "ticker", "wall graze"}
+    airborne = decisions["airborne"]  # accepted by the evolver and the answers improve: kept
+    assert airborne["kept"] and airborne["stage"] == "q&a" and airborne["fitness"] > 3.0
+    assert airborne["accuracy_without"] == 0.0 and airborne["accuracy_with"] == 1.0 and airborne["gain"] >= 0.05
+    assert airborne["heldout_questions"] == sum(q.rollout_id in record["heldout_rollouts"] for q in qs)
+    rebound = decisions["rebound"]  # accepted by the evolver, but the answers do not improve: dropped
+    assert not rebound["kept"] and rebound["stage"] == "q&a" and rebound["fitness"] > 3.0
+    assert rebound["gain"] == 0.0 and "< margin" in rebound["why"]
+    ticker = decisions["ticker"]  # runs, but the evidence fitness rejects it: never asked about
+    assert not ticker["kept"] and ticker["stage"] == "discovery" and "does not exceed theta 3" in ticker["why"]
     assert not decisions["wall graze"]["kept"] and decisions["wall graze"]["stage"] == "discovery"
-    quiet = decisions["quiet spell"]  # evolved and accepted, but the answers do not improve: dropped
-    assert not quiet["kept"] and quiet["stage"] == "q&a" and quiet["gain"] == 0.0 and "< margin" in quiet["why"]
     saved = json.loads((tmp_path / "sd" / "decisions.json").read_text())
     assert saved["rounds"][0]["library"] == base.order() + ["airborne"]
     assert json.loads((tmp_path / "sd" / "library" / "library.json").read_text())["patterns"][-1]["label"] == "airborne"
+    asked_about = sorted(p.name for p in (tmp_path / "sd" / "round0").glob("heldout_with_*"))
+    assert asked_about == ["heldout_with_airborne", "heldout_with_rebound"]
 
 
 def test_reasoning_texts_put_wrong_answers_first(dataset):
