@@ -108,6 +108,7 @@ def self_discover(questions: Sequence[Question], root: str | os.PathLike, librar
     from simpatterns.evolve.config import EvolveConfig
     from simpatterns.evolve.discovery import DiscoveryJob
     from simpatterns.evolve.proposers import LLMProposer
+    from simpatterns.evolve.records import ProposedLabels
 
     cfg = cfg or SelfDiscoveryConfig()
     out = Path(out_dir)
@@ -172,8 +173,16 @@ def self_discover(questions: Sequence[Question], root: str | os.PathLike, librar
                 if log:
                     log(f"  {label}: {decisions[-1]['why']}: {'kept' if keep else 'dropped'}")
         current = candidates.subset(base_labels + kept) if kept else current
-        record["rounds"].append({"round": rnd, "reasoning_texts": len(texts), "proposed": proposed,
-                                 "decisions": decisions, "library": current.order()})
+        entry_ = {"round": rnd, "reasoning_texts": len(texts), "proposed": proposed, "decisions": decisions,
+                  "library": current.order()}
+        if not proposed:  # say why (the proposal record of the evolver's log), then stop
+            rec = next((ProposedLabels.from_json(r) for _, r in job.log.records()
+                        if r.get("type") == ProposedLabels.KIND), ProposedLabels())
+            entry_["why_none"] = rec.why or (f"the LLM's answer named no new label: {rec.answer[:160]!r}"
+                                             if rec.answer is not None else "the LLM was not asked")
+            if log:
+                log(f"round {rnd}: no labels proposed ({entry_['why_none']})")
+        record["rounds"].append(entry_)
         atomic_write_json(out / DECISIONS_FILE, record)
         if not proposed:
             break

@@ -101,3 +101,19 @@ def test_reasoning_texts_put_wrong_answers_first(dataset):
     texts = reasoning_texts(qs, responses, 3)
     assert len(texts) == 3 and texts[0].endswith("(wrong)") and texts[1].endswith("(wrong)")
     assert "Reasoning: because 0" in texts[0] and "ANSWER" not in texts[0]
+
+
+def test_a_round_without_proposals_says_why(dataset, builtin, tmp_path):
+    root, questions = dataset
+    base = builtin.subset(["collision start", "collision end"])
+    rules = [Rule(contains="Propose up to", replies=[Reply("Nothing new comes to mind.")])]
+    rules += marker_rules(questions, ContextBuilder(root, base), "airborne:")
+    ecfg = EvolveConfig(samples_per_label=1, batch_size=1, seed=5, sandbox=SandboxLimits(timeout_s=5, smoke_timeout_s=2))
+    with ScriptedLLMServer(rules=rules) as server:
+        client = make_client("openai", base_url=server.base_url, concurrency=4)
+        record = self_discover(questions, root, base, client, tmp_path / "sd",
+                               SelfDiscoveryConfig(k=2, rounds=3, evolve=ecfg))
+        client.close()
+    [only] = record["rounds"]  # no proposal ends the loop
+    assert only["proposed"] == [] and only["decisions"] == [] and only["library"] == base.order()
+    assert only["why_none"] == "the LLM's answer named no new label: 'Nothing new comes to mind.'"
