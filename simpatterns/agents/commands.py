@@ -99,6 +99,7 @@ def eval_cmd(
     from simpatterns.agents.folds import parse_seeds
     from simpatterns.agents.runner import TRANSCRIPT_FILE, EvalConfig, RunError, evaluate, make_conditions
     from simpatterns.agents.tasks import TaskError
+    from simpatterns.llm.errors import LLMError
 
     names = _split(agents)
     fbs = _split(feedback)
@@ -127,8 +128,8 @@ def eval_cmd(
     except KeyboardInterrupt:
         typer.echo(f"stopped: finished episodes are in {out}; run the same command again to resume", err=True)
         raise typer.Exit(130)
-    except (RunError, ValueError, TaskError) as exc:
-        _fail(str(exc), 1)
+    except (RunError, ValueError, TaskError, LLMError) as exc:
+        _fail(f"{exc}; finished episodes are kept in {out}" if isinstance(exc, LLMError) else str(exc), 1)
     typer.echo(f"{outcome.done} episodes run, {outcome.already} already in {out}")
     if report:
         _report(out, None, (10,))

@@ -103,7 +103,9 @@ def summarize(run: dict[str, Any], episodes: Sequence[Episode], caps: Sequence[i
             sc = score(solved, used, budget, caps)
             # the same number through PHYRE's evaluator arithmetic, from the raw attempt log
             phyre = compute_metrics([x for e in eps.values() for x in e.phyre_log()], len(eps))
-            assert phyre["independent_solved_by_aucs"][MAX_TEST_ATTEMPTS] == sc.auccess
+            if phyre["independent_solved_by_aucs"][MAX_TEST_ATTEMPTS] != sc.auccess:
+                raise RuntimeError(f"{cond} seed {seed}: AUCCESS from the attempt log differs from the episodes' "
+                                   "(a corrupt episodes.jsonl?)")
             per_seed[seed] = sc
             task_success += [float(e.solved_at is not None) for e in eps.values()]
             task_attempts += [float(e.used) for e in eps.values()]
@@ -204,6 +206,9 @@ def plot_ellipses(summaries: Sequence[ConditionSummary], path: str | os.PathLike
     fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, s in enumerate(summaries):
+        if s.condition == EXPECTED_RANDOM:  # an expectation: no spread to draw
+            ax.plot([s.mean_attempts], [100 * s.success], "x", color="gray", ms=7, label=s.condition)
+            continue
         c = colors[k % len(colors)]
         x, y = s.mean_attempts, 100 * s.success
         w, h = 2 * s.attempts_se, 2 * 100 * s.success_se
@@ -269,7 +274,7 @@ def write_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
     expected = expected_random(run, caps)
     shown = summaries + ([expected] if expected is not None else [])
     head, rows = table_rows(shown, budget)
-    plot_ellipses(summaries, out / "success_vs_attempts.png", budget)
+    plot_ellipses(shown, out / "success_vs_attempts.png", budget)
     plot_curves(shown, out / "success_curve.png", budget)
     cfg = run["config"]
     menus = run.get("menus") or {}

@@ -110,7 +110,7 @@ def test_metrics_equal_phyres_evaluator(item):
 
 def test_the_agent_logs_are_not_trivial():
     aucs = {r["name"]: r["auccess"]["100"] for r in PHYRE["results"]}
-    assert aucs["agents-oracle"] == 1.0
+    assert aucs["agents-oracle"] == pytest.approx(1.0)  # PHYRE sums to 1.0000000000000002
     assert 0.0 < aucs["agents-random"] < 1.0 and 0.0 < aucs["agents-anneal"] < 1.0
 
 
@@ -131,7 +131,7 @@ def test_score_fields():
     sc = score({"a": 1, "b": 4, "c": None}, {"a": 1, "b": 4, "c": 10}, budget=10, caps=(5,))
     assert sc.success_at_1 == pytest.approx(1 / 3) and sc.success_at_budget == pytest.approx(2 / 3)
     assert sc.mean_attempts == pytest.approx(5.0) and len(sc.curve) == 10 and sc.curve[3] == pytest.approx(2 / 3)
-    assert set(sc.auccess_at) == {5, 10} and sc.auccess_at[10] > sc.auccess  # the curve is flat after the budget
+    assert set(sc.auccess_at) == {5, 10} and sc.auccess_at[10] < sc.auccess  # flat after the budget: later weights see more
 
 
 def test_expected_random_equals_enumeration():

@@ -107,3 +107,31 @@ def test_llm_conditions_through_the_runner(tmp_path, menu_cache, serve):
         evaluate(tmp_path / "run2", config, conds, cache_dir=menu_cache)
     run, eps = read_run(tmp_path / "run")
     assert run["conditions"][1]["options"]["feedback"] == "annotation" and len(eps) == 4
+
+
+def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path, menu_cache, serve):
+    import os
+    import signal
+
+    menu = __import__("simpatterns.agents.menu", fromlist=["MenuStore"]).MenuStore(menu_cache, BINS).get(SOLVABLE)
+    solving = menu.choices[menu.solving[0]].id
+    seen = {"n": 0}
+
+    def ctrl_c_on_second_request(body) -> bool:
+        seen["n"] += 1
+        if seen["n"] == 2:  # a real SIGINT, delivered while the runner waits for the answer
+            os.kill(os.getpid(), signal.SIGINT)
+        return False
+
+    server = serve(rules=[Rule(match=ctrl_c_on_second_request)], default=Reply(f"CHOICE: {solving}", delay_s=0.5))
+    config = EvalConfig(setup=None, tasks=(SOLVABLE,), seeds=(0, 1), bins=BINS, budget=5)
+    conds = make_conditions(["llm"], ["outcome"])
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
+                 client_factory=lambda d: make_client("openai", base_url=server.base_url))
+    _, eps = read_run(tmp_path / "run")
+    assert [(e.seed, e.solved_at) for e in eps] == [(0, 1)]  # the finished episode is on disk
+    again = serve(default=Reply(f"CHOICE: {solving}"))
+    out = evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
+                   client_factory=lambda d: make_client("openai", base_url=again.base_url))
+    assert (out.done, out.already) == (1, 1) and len(again.requests) == 1
