@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from conftest import SOLVABLE
 from simpatterns.agents.episode import TaskContext, run_episode
 from simpatterns.agents.feedback import FeedbackOptions, parse_choice
 from simpatterns.agents.llm_agent import LLMAgent
-from simpatterns.agents.menu import NOT_SOLVED, SOLVED
+from simpatterns.agents.menu import NOT_SOLVED
 from simpatterns.agents.tasks import Task
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule

@@ -103,6 +103,10 @@ def test_llm_conditions_through_the_runner(tmp_path, menu_cache, serve):
     rows = {r[0]: r for r in report["rows"]}
     assert rows["llm/annotation"][3] == f"{100 * auccess([2], 1):.1f}"  # solved at attempt 2 on both seeds
     assert float(rows["llm/outcome"][3].split()[0]) == 0.0 and rows["llm/outcome"][-1] == "4.00"
+    # the transcript replays the whole run, offline, to the same episodes
+    replayed = evaluate(tmp_path / "replayed", config, conds, cache_dir=menu_cache,
+                        client_factory=lambda d: make_client(f"replay:{transcript}"))
+    assert [e.to_json() for e in replayed.episodes] == [e.to_json() for e in out.episodes]
     with pytest.raises(RunError, match="need a language model"):
         evaluate(tmp_path / "run2", config, conds, cache_dir=menu_cache)
     run, eps = read_run(tmp_path / "run")
