@@ -280,8 +280,12 @@ class Annotation:
         except (KeyError, TypeError, ValueError) as exc:
             raise AnnotationFormatError(f"{path}:1: header field missing or malformed ({exc!r})") from exc
 
+    def __eq__(self, other: object) -> bool:
+        # `equals`: timings differ from run to run, the events do not
+        return self.equals(other) if isinstance(other, Annotation) else NotImplemented
+
     def equals(self, other: "Annotation") -> bool:
-        """Same events, frames, patterns (timings are not compared)."""
+        """Same events, frames, patterns (timings are not compared; also ``==``)."""
         if self.num_frames != other.num_frames or self.patterns != other.patterns:
             return False
         for p in self.pattern_events.keys() | other.pattern_events.keys():

@@ -92,8 +92,7 @@ def demo(
     from simpatterns.annotate.annotator import annotate, annotate_many
     from simpatterns.annotate.plots import captioned_gif, timeline_plot
     from simpatterns.annotate.text import annotation_text
-    from simpatterns.dsl import RewardProgram
-    from simpatterns.envs.reward import builtin_library
+    from simpatterns.dsl import RewardProgram, builtin_library
     from simpatterns.envs.scenes import (
         bucket_goal,
         bucket_goal_text,
@@ -196,7 +195,7 @@ def demo(
     console.print(f"sparse 0/1 reward, same seed: {'success' if base.best_goal_success else 'failure'} "
                   f"after {base.samples} samples")
     best_ann = annotate(best.best_trace, library)
-    explain = dense.program_reward.program.evaluate(best_ann, best.best_trace, explain=True)
+    explain = dense.reward_program.evaluate(best_ann, best.best_trace, explain=True)
     console.print(escape(explain.explain_text()))
     summary["anneal"] = {"goal": bucket_goal_text(ANNEAL_GOAL), "budget": budget, "seed": seed,
                          "best_action": best.best_action, "best_score": best.best_score,

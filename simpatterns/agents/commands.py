@@ -38,6 +38,8 @@ def _programs(path: Optional[Path]) -> dict[str, str]:
         return {}
     if not path.is_dir():
         _fail(f"--programs {path}: not a folder of .rwd files")
+    from simpatterns.dsl import DSLErrors, RewardProgram, builtin_library
+
     out = {}
     for f in sorted(path.glob("*.rwd")):
         stem = f.stem
@@ -45,10 +47,10 @@ def _programs(path: Optional[Path]) -> dict[str, str]:
         if not template.isdigit() or (variant and not variant.isdigit()):
             _fail(f"{f}: name it TEMPLATE.rwd or TEMPLATE-VARIANT.rwd (e.g. 00007.rwd, 00007-042.rwd)")
         key = f"{int(template):05d}" + (f":{int(variant):03d}" if variant else "")
-        try:
-            out[key] = f.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            _fail(f"{f}: cannot read ({exc})")
+        try:  # parse and check now, so a bad file stops the run before any episode (bodies: per task)
+            out[key] = RewardProgram.load(f, builtin_library()).text
+        except DSLErrors as exc:
+            _fail(str(exc))
     if not out:
         _fail(f"--programs {path}: no .rwd files in it")
     return out

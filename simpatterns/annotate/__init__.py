@@ -4,7 +4,9 @@
 (the contract every layer shares) and are re-exported here for convenience.
 """
 
-from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
+from simpatterns.annotate.annotator import annotate, annotate_iter, annotate_many, run_detector
+from simpatterns.annotate.sandboxed import SandboxPolicy
 from simpatterns.annotation import Annotation, AnnotationFormatError, PatternEvent
 
-__all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "annotate", "annotate_many", "run_detector"]
+__all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "SandboxPolicy", "annotate", "annotate_iter",
+           "annotate_many", "run_detector"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simpatterns.annotate.phases import describe_trace
 from simpatterns.annotation import Annotation
 from simpatterns.annotate.text import activation_span
 from simpatterns.files import atomic_open
@@ -69,15 +70,7 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
     title = annotation.trace_id or "annotation"
     if trace is not None:
         meta = trace.meta
-        bits = []
-        if meta.get("template"):
-            bits.append(f"template {meta['template']}")
-        if meta.get("variant") is not None:
-            bits.append(f"variant {meta['variant']}")
-        if meta.get("action") is not None:
-            bits.append("action (" + ", ".join(f"{v:.2f}" for v in meta["action"]) + ")")
-        if bits:
-            title = ", ".join(bits)
+        title = describe_trace(trace, decimals=2) or title
         solved = meta.get("solved_frame")
         if meta.get("success") and isinstance(solved, int):
             ax.axvline(solved * dt, color="green", linestyle="--", linewidth=1)
@@ -123,6 +116,8 @@ def captioned_gif(
     at each shown frame (since the previous shown one) captioned under it."""
     from simpatterns.simulators.phyre.render import caption_strip, render_frames
 
+    if trace.dim == 3:  # MuJoCo traces: a side view drawn from the trace alone
+        from simpatterns.simulators.mujoco.sketch import render_frames
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     if fps <= 0:

@@ -155,6 +155,12 @@ class Declarations:
             duration=duration,
         )
 
+    @classmethod
+    def from_constants(cls, values: dict[str, Any], where: str | dict[str, str] = "<detector>") -> "Declarations":
+        """`make` from a module's constants as written (`Candidate.constants`)."""
+        return cls.make(values["PATTERN"], values["DESCRIPTION"], values["DEPENDS"], values["PARAMS"],
+                        values.get("BODY_PARAMS"), values.get("DIRECTED"), values.get("DURATION"), where)
+
     @property
     def interval(self) -> bool:
         return self.duration == "interval"
@@ -175,7 +181,7 @@ class Detector:
 
     ``trusted=False`` marks LLM-written code that was only checked statically
     (`untrusted_detector`): ``detect`` is None and the detector runs only in the
-    evolver's sandbox (the annotator sends it there). ``body_params``, ``directed``
+    sandbox (`simpatterns.sandbox`; the annotator sends it there). ``body_params``, ``directed``
     and ``duration`` left at None take the contract's defaults; the checked whole
     is ``declarations``.
     """
@@ -243,8 +249,9 @@ class Candidate:
     """Detector source parsed once: the text, its AST and its checked `Declarations`.
 
     `Candidate.parse` is the only place detector source is parsed; the checks
-    (`check_imports`, the evolver's gate), `load_detector` and `untrusted_detector`
-    all work on the tree. Nothing has run.
+    (`check_imports`, the sandbox's AST gate), `load_detector` and `untrusted_detector`
+    all work on the tree. Nothing has run. `Candidate.from_tree` builds one from a
+    tree parsed elsewhere (the evolver's proposers parse an answer once).
     """
 
     source: str
@@ -253,6 +260,9 @@ class Candidate:
     num_lines: int
     source_hash: str
     filename: str = "<candidate>"
+    # the module constants as written (PATTERN ... PARAMS and the optional ones it sets):
+    # what a prompt shows of it, where `declarations` has defaults filled in
+    constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, source: str, filename: str = "<candidate>") -> "Candidate":
@@ -266,9 +276,8 @@ class Candidate:
         values, lines = _declared_values(tree, filename)
         where = {name: f"{filename}:{line}" for name, line in lines.items()}
         where[""] = filename
-        decl = Declarations.make(values["PATTERN"], values["DESCRIPTION"], values["DEPENDS"], values["PARAMS"],
-                                 values.get("BODY_PARAMS"), values.get("DIRECTED"), values.get("DURATION"), where)
-        return cls(source, tree, decl, count_lines(source), source_hash(source), filename)
+        decl = Declarations.from_constants(values, where)
+        return cls(source, tree, decl, count_lines(source), source_hash(source), filename, values)
 
     @property
     def pattern(self) -> str:
@@ -316,9 +325,7 @@ def declared_names(source: str, filename: str = "<detector>") -> dict[str, Any]:
     """The literal values of the module constants (``PATTERN`` ... ``PARAMS`` and the optional
     ones it sets) without executing anything; raises `DetectorError` for syntax errors,
     missing or malformed names."""
-    cand = Candidate.parse(source, filename)
-    values, _ = _declared_values(cand.tree, filename)
-    return values
+    return dict(Candidate.parse(source, filename).constants)
 
 
 def check_imports(candidate: Candidate | str, filename: str = "<detector>") -> None:
@@ -348,7 +355,7 @@ def _candidate(source: str | Candidate, filename: str) -> Candidate:
 def load_detector(source: str | Candidate, filename: str = "<detector>") -> Detector:
     """Validate and execute trusted detector source (built-in or hand-written).
 
-    Untrusted (LLM) code must go through ``simpatterns.evolve.sandbox`` instead:
+    Untrusted (LLM) code must go through ``simpatterns.sandbox`` instead:
     this function executes the module in-process.
     """
     cand = _candidate(source, filename)
@@ -371,26 +378,15 @@ def load_detector(source: str | Candidate, filename: str = "<detector>") -> Dete
 def untrusted_detector(source: str | Candidate, filename: str = "<detector>") -> Detector:
     """Check untrusted (LLM-written) detector source without executing it.
 
-    The same static checks as `load_detector` plus the evolver's AST gate
-    (`simpatterns.evolve.gate.check_candidate_tree`); raises `DetectorError` naming the
-    file, line and reason. The result has ``detect=None`` and ``trusted=False``:
-    only the sandbox may run it. The gate is a filter, not the boundary.
+    The same static checks as `load_detector` (the declarations and the imports);
+    raises `DetectorError` naming the file, line and field. The result has
+    ``detect=None`` and ``trusted=False``: only the sandbox may run it, and the
+    sandbox layer's AST gate (`simpatterns.sandbox.gate.check_untrusted`) looks at
+    it before it does.
     """
-    from simpatterns.evolve.gate import check_candidate_tree  # evolve imports this module: import late
-    from simpatterns.evolve.reasons import Rejected
-
     cand = _candidate(source, filename)
-    filename = cand.filename
     check_imports(cand)
-    try:
-        check_candidate_tree(cand, max_lines=2000)
-    except Rejected as exc:
-        detail = exc.reason.detail
-        line = detail.split(":", 1)[0][len("line "):] if detail.startswith("line ") else ""
-        where = f"{filename}:{line}" if line.isdigit() else filename
-        raise DetectorError(f"untrusted detector rejected by the AST gate ({exc.reason.short()})",
-                            where, "source") from None
-    return Detector.from_declarations(cand.declarations, cand.source, None, filename, trusted=False)
+    return Detector.from_declarations(cand.declarations, cand.source, None, cand.filename, trusted=False)
 
 
 def validate_events(

@@ -26,13 +26,14 @@ declarations are used) and the dependency graph (missing dependencies,
 cycles) and raises `LibraryError` naming the file, field or patterns at fault. Patterns run in a topological order that keeps manifest
 order among independent patterns, so the order is deterministic.
 
-Trust. Code written by an LLM is untrusted and runs only in the evolver's
-sandbox. A record is *untrusted* when its provenance is ``evolved`` or it
-carries the ``evolve`` record the discovery driver writes (an LLM wrote the
-code, whatever the label's origin). Loading never executes an untrusted
-source: it is checked statically (`contract.untrusted_detector`: the declared
-names, the imports and the evolver's AST gate) and held as a `Detector` with
-``detect=None, trusted=False``; the annotator runs it in the sandbox.
+Trust. Code written by an LLM is untrusted and runs only in the sandbox
+(`simpatterns.sandbox`). A record is *untrusted* when its provenance is
+``evolved`` or it carries the ``evolve`` record the discovery driver writes (an
+LLM wrote the code, whatever the label's origin). Loading never executes an
+untrusted source: it is checked statically (`contract.untrusted_detector`: the
+declared names and the imports) and held as a `Detector` with ``detect=None,
+trusted=False``; the annotator puts it through the sandbox's AST gate
+(`simpatterns.sandbox.gate.check_untrusted`) and then runs it in the sandbox.
 Everything else is *trusted* and executed in-process by `load_detector`: the
 built-in library shipped with the package (guided and self-discovered
 detectors reviewed into it) and ``guided``/``self-discovered``/``hand-written``
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from simpatterns.detectors.contract import (
+    Candidate,
     Declarations,
     Detector,
     DetectorError,
@@ -79,6 +81,8 @@ def is_untrusted_record(rec: dict[str, Any]) -> bool:
     """True for a manifest record of LLM-written code (see the module docstring)."""
     return rec.get("provenance") in UNTRUSTED_PROVENANCES or EVOLVE_RECORD in rec
 BUILTIN_PACKAGE = "simpatterns.detectors.builtin"
+# the built-in libraries by world: PHYRE's 2D patterns (the default) and the 3D/rope patterns
+BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.builtin3d"}
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
@@ -210,13 +214,19 @@ class PatternLibrary:
         return lib
 
     @classmethod
-    def builtin(cls) -> "PatternLibrary":
-        """The guided library shipped in ``simpatterns/detectors/builtin``."""
-        root = resources.files(BUILTIN_PACKAGE)
+    def builtin(cls, world: str = "phyre") -> "PatternLibrary":
+        """A library shipped with the package: ``"phyre"`` (default) the guided 2D library in
+        ``simpatterns/detectors/builtin``; ``"3d"`` the 3D and rope library in
+        ``simpatterns/detectors/builtin3d``."""
+        package = BUILTIN_LIBRARIES.get(world)
+        if package is None:
+            raise LibraryError(f"no built-in library {world!r}; the built-in libraries are "
+                               f"{', '.join(sorted(BUILTIN_LIBRARIES))}")
+        root = resources.files(package)
         manifest_res = root.joinpath(MANIFEST)
         if not manifest_res.is_file():
-            raise LibraryError(f"the built-in library has no {MANIFEST} (package {BUILTIN_PACKAGE})")
-        where = f"{BUILTIN_PACKAGE}/{MANIFEST}"
+            raise LibraryError(f"the built-in library has no {MANIFEST} (package {package})")
+        where = f"{package}/{MANIFEST}"
         try:
             manifest = json.loads(manifest_res.read_text())
         except json.JSONDecodeError as exc:
@@ -444,7 +454,8 @@ class PatternLibrary:
         raise LibraryError(f"dependency cycle (A -> B: A depends on B): {text}", sorted({k for c in cycles for k in c}))
 
     # ---------------------------------------------------------------- changes
-    def _detector_from_source(self, source: str, provenance: str, filename: str) -> Detector:
+    def _detector_from_source(self, source: str | Candidate, provenance: str, filename: str) -> Detector:
+        """A `Candidate` is not parsed again; an untrusted one is not executed either."""
         if provenance in UNTRUSTED_PROVENANCES and not self.trust_evolved:
             return untrusted_detector(source, filename=filename)
         return load_detector(source, filename=filename)
@@ -470,16 +481,17 @@ class PatternLibrary:
 
     def add(
         self,
-        detector_or_source: Detector | str,
+        detector_or_source: Detector | Candidate | str,
         provenance: str,
         fitness: float | None = None,
         replace: bool = False,
     ) -> Detector:
-        """Add a detector (or source text). Its dependencies must be in the library;
-        an existing label needs ``replace=True``. The library is unchanged when this
-        raises. With an untrusted ``provenance`` ("evolved") source text is checked
-        statically, not executed, and a given `Detector` is stored without its
-        ``detect`` (unless ``trust_evolved``): it runs in the sandbox."""
+        """Add a detector, a parsed `Candidate` (not parsed again) or source text. Its
+        dependencies must be in the library; an existing label needs ``replace=True``.
+        The library is unchanged when this raises. With an untrusted ``provenance``
+        ("evolved") a source or candidate is checked statically, not executed, and a
+        given `Detector` is stored without its ``detect`` (unless ``trust_evolved``):
+        it runs in the sandbox."""
         if isinstance(detector_or_source, Detector):
             det = detector_or_source
         else:
@@ -610,6 +622,17 @@ class PatternLibrary:
             raise
         self.path = path
         return path
+
+
+def resolve_library(spec: str | os.PathLike, trust_evolved: bool = False) -> PatternLibrary:
+    """The library a command-line ``--library`` value names: ``builtin`` (PHYRE's),
+    ``builtin:WORLD`` (``builtin:3d``), ``none`` (empty) or a library directory."""
+    text = str(spec)
+    if text == "none":
+        return PatternLibrary()
+    if text == "builtin" or text.startswith("builtin:"):
+        return PatternLibrary.builtin(text.split(":", 1)[1] if ":" in text else "phyre")
+    return PatternLibrary.load(text, trust_evolved=trust_evolved)
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:

@@ -16,7 +16,7 @@ error has a code, position, caret snippet and "did you mean" suggestions.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.errors import DSLError, close_matches, error_at
@@ -37,6 +37,14 @@ from simpatterns.dsl.syntax import (
 )
 
 MAX_LISTED = 40  # names listed in a hint before "... and N more"
+
+
+class BodyRef(NamedTuple):
+    """A string of a checked program that names a body, and what it is (for
+    the error message): what `check_bodies` checks against a scene's names."""
+
+    node: Str
+    where: str
 
 
 def as_declarations(library: Any) -> dict[str, Any] | None:
@@ -215,6 +223,7 @@ class Checker:
         self.bodies = list(bodies) if bodies is not None else None
         self.body_set = {normalize_text(b) for b in self.bodies} if self.bodies is not None else None
         self.errors: list[DSLError] = []
+        self.body_refs: list[BodyRef] = []  # every body the program names, for later scenes
 
     def report(self, code, message, span, suggestions=(), hint=""):
         self.errors.append(error_at(code, message, span, self.program.source, self.program.filename,
@@ -413,6 +422,7 @@ class Checker:
             self.report("window", f"{where} starts after it ends ({s} > {e})", node.span)
 
     def body(self, node: Str, where: str) -> None:
+        self.body_refs.append(BodyRef(node, where))
         if self.body_set is None:
             return
         if normalize_text(node.value) not in self.body_set:
@@ -432,6 +442,22 @@ def check(program: Program | str, signatures: Any = None, bodies: Sequence[str] 
             program = parse(program)
         except DSLError as exc:
             return [exc]
-    return Checker(program, as_signatures(signatures), bodies, as_descriptions(signatures),
-                   as_declarations(signatures)).run()
+    return make_checker(program, signatures, bodies).run()
 
+
+def make_checker(program: Program, signatures: Any = None, bodies: Sequence[str] | None = None) -> Checker:
+    """A `Checker` of ``program`` against ``signatures`` (see `check`) and ``bodies``;
+    ``.run()`` gives the errors, after which ``.body_refs`` lists the bodies it names."""
+    return Checker(program, as_signatures(signatures), bodies, as_descriptions(signatures),
+                   as_declarations(signatures))
+
+
+def check_bodies(program: Program, refs: Sequence[BodyRef], bodies: Sequence[str]) -> list[DSLError]:
+    """The ``unknown-body`` errors of an already checked program against a
+    scene's body names, from the body references its check recorded
+    (`Checker.body_refs`): no parsing, no walk of the tree. The same errors
+    ``check(program, library, bodies)`` reports for bodies."""
+    checker = Checker(program, None, bodies)
+    for ref in refs:
+        checker.body(ref.node, ref.where)
+    return checker.errors

@@ -42,12 +42,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class EvalResult:
-    """Success, dense score in [0, 1] (1 exactly when success) and one
-    `ClauseResult` per top-level clause."""
+    """Success, dense score in [0, 1] (1 exactly when success), one
+    `ClauseResult` per top-level clause, and the annotation evaluated
+    (`RewardProgram.evaluate` sets it; not part of the JSON)."""
 
     success: bool
     score: float
     clauses: list[ClauseResult] = field(default_factory=list)
+    annotation: "Annotation | None" = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"success": self.success, "score": self.score, "clauses": [c.to_json() for c in self.clauses]}
@@ -73,6 +75,7 @@ class _Builder:
     def __init__(self, program: Program, directed: Collection[str]):
         self.program = program
         self.directed = {normalize_text(d) for d in directed}
+        self.patterns: set[str] = set()  # normalised labels of every pattern argument
 
     def where(self, node) -> Where:
         return Where(node.span, self.program.source, self.program.filename)
@@ -108,6 +111,8 @@ class _Builder:
                 value = literal_value(node)
                 if a.kind == "window":
                     value = (float(value[0]), float(value[1]))
+                elif a.kind in ("pattern", "pattern_or_state"):
+                    self.patterns.add(normalize_text(value))
                 kwargs[a.name] = value
         self._symmetry(cls, kwargs)
         operands = [self.build(op) for op in variadic]
@@ -134,13 +139,15 @@ def _needs_trace(node: Any) -> bool:
 
 
 class CompiledProgram:
-    """A program ready to run: ``evaluate(annotation, trace=None)``."""
+    """A program ready to run: ``evaluate(annotation, trace=None)``. ``patterns``
+    are the (normalised) labels of the patterns it reads."""
 
     _CACHE = 16
 
-    def __init__(self, program: Program, root: Node):
+    def __init__(self, program: Program, root: Node, patterns: Collection[str] = ()):
         self.program = program
         self.root = root
+        self.patterns = frozenset(patterns)
         is_and = isinstance(program.root, Call) and program.root.name == "AND"
         self.clause_nodes: list[Node] = list(root.items) if is_and else [root]  # type: ignore[attr-defined]
         self.clause_texts = [n.text for n in self.clause_nodes]
@@ -238,7 +245,13 @@ def compile_program(program: Program | str, directed: Collection[str] | None = N
     errors = check(program)
     if errors:
         raise DSLErrors(errors)
-    if directed is None:
-        directed = directed_labels(library)
-    return CompiledProgram(program, _Builder(program, directed).build(program.root))
+    return build(program, directed_labels(library) if directed is None else directed)
+
+
+def build(program: Program, directed: Collection[str]) -> CompiledProgram:
+    """Compile a program that has been checked (the compiler trusts it);
+    ``directed``: the labels whose ``_a``/``_b`` params are ordered."""
+    builder = _Builder(program, directed)
+    root = builder.build(program.root)
+    return CompiledProgram(program, root, builder.patterns)
 

@@ -307,6 +307,7 @@ class Candidate:
     finish_reason: str
     stage: str
     errors: list[DSLError] = field(default_factory=list)
+    program: RewardProgram | None = field(default=None, repr=False, compare=False)  # when ok: compiled once
 
     @property
     def error_text(self) -> str:
@@ -401,8 +402,11 @@ def judge(answer: str, finish_reason: str, library: Any, bodies: Sequence[str] |
         program = parse(program_text)
     except DSLError as exc:
         return Candidate(answer, program_text, finish_reason, "parse", [exc])
-    errors = check(program, library, bodies)
-    return Candidate(answer, program_text, finish_reason, "check" if errors else "ok", list(errors))
+    try:
+        compiled = RewardProgram.from_parsed(program, library, bodies)
+    except DSLErrors as exc:
+        return Candidate(answer, program_text, finish_reason, "check", list(exc.errors))
+    return Candidate(answer, program_text, finish_reason, "ok", program=compiled)
 
 
 def _promise(c: Candidate) -> tuple[int, int]:
@@ -471,8 +475,8 @@ def synthesize_reward(
         result.attempts.append(attempt)
         for c in attempt.candidates:
             if c.stage == "ok":
-                assert c.program_text is not None
-                result.program = RewardProgram.from_text(c.program_text, library, names)
+                assert c.program is not None
+                result.program = c.program
                 return result
         if not attempt.candidates:  # a server that returned no choices at all
             attempt.candidates.append(Candidate("", None, "unknown", "no-program"))

@@ -3,9 +3,10 @@
 ``RUN_DIR/``
 
 - ``job.json``: what the job was started with (config, labels, traces hash, proposer);
-- ``samples.jsonl``: one JSON object per line, appended in groups that end
-  with a commit record (``label_start``, ``round_end``, ``label_done``,
-  ``proposed_labels``). A group is written with one ``write`` and fsynced;
+- ``samples.jsonl``: one JSON object per line (a record of
+  `simpatterns.evolve.records`), appended in groups that end with a commit
+  record (``label_start``, ``round_end``, ``label_done``, ``proposed_labels``,
+  ``job_done``). A group is written with one ``write`` and fsynced;
   on resume everything after the last commit record (a torn group from a
   ``kill -9``) is cut off, so the log always ends on a consistent state;
 - ``snapshot.json``: the state after some commit (islands, counters, the
@@ -21,9 +22,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from simpatterns.evolve.records import COMMITS
 from simpatterns.files import atomic_write_json
-
-COMMIT_TYPES = frozenset({"label_start", "round_end", "label_done", "proposed_labels", "job_done"})
 
 
 class RunLogError(ValueError):
@@ -107,7 +107,7 @@ class RunLog:
         """Byte offset just after the last commit record at or after ``start``."""
         end = start
         for offset, rec in self.records(start):
-            if rec.get("type") in COMMIT_TYPES:
+            if rec.get("type") in COMMITS:
                 end = offset
         return end
 

@@ -127,13 +127,13 @@ def optimize(
     console.print(table)
     trace = res.best_trace
     assert trace is not None
-    if objective.program_reward is not None:
-        ev = objective.program_reward.program.evaluate(objective.program_reward.annotate(trace), trace, explain=True)
+    if objective.reward_program is not None:
+        ev = objective.reward_program.evaluate(None, trace, explain=True)
         console.print(escape(ev.explain_text()))
     if gif is not None:
         from simpatterns.annotate.annotator import annotate
         from simpatterns.annotate.plots import captioned_gif
-        from simpatterns.envs.reward import builtin_library
+        from simpatterns.dsl import builtin_library
 
         try:
             captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)

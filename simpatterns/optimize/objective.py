@@ -1,9 +1,9 @@
 """What an action search maximises: one scene, one reward, one success test.
 
 An `Objective` is plain, picklable data (scene, program text, reward kind,
-simulation settings); the compiled program and the pattern library are
-built lazily in whichever process evaluates, so each worker builds them
-once. `RolloutPool` evaluates batches of actions inline or over worker
+simulation settings); its `RewardProgram` is parsed, checked and compiled
+once in whichever process evaluates (the main one, and each worker once),
+and scores every rollout by its one path, ``RewardProgram.evaluate``. `RolloutPool` evaluates batches of actions inline or over worker
 processes (`simpatterns.parallel`); results never depend on the number of
 workers.
 """
@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 from simpatterns.parallel import Executor, WorkerSetup, make_executor
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
+from simpatterns.simulators.phyre.physics import AGENT_NAME
 from simpatterns.trace import Trace
 
 REWARDS = ("score", "success", "task", "goal")
@@ -63,7 +64,7 @@ class Objective:
         if self.reward == "goal" and self.goal is None:
             raise ValueError("reward 'goal' needs a goal test")
         if self.program is not None:
-            self.program_reward  # compile now: a bad program fails here, not in a worker
+            self.reward_program  # compile now: a bad program fails here, not in a worker
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -71,19 +72,20 @@ class Objective:
         return state
 
     @property
-    def program_reward(self):
-        """The compiled `ProgramReward` (built on first use in each process)."""
+    def reward_program(self):
+        """The compiled `RewardProgram`, checked against the scene's bodies (built
+        on first use in each process; None without a program)."""
         if self.program is None:
             return None
         if self._runtime is None:
             from simpatterns.detectors.library import PatternLibrary
-            from simpatterns.envs.reward import ProgramReward
+            from simpatterns.dsl import RewardProgram
 
-            lib = None if self.library is None else PatternLibrary.from_spec(self.library)  # None: built-in, if needed
-            pr = ProgramReward(self.program, "success" if self.reward == "success" else "score", lib)
-            names = [b.name or b.kind for b in self.scene.bodies] + ["red ball"]
-            pr.check_bodies(names, f"scene {self.scene.template or '?'}")
-            self._runtime = pr
+            lib = None if self.library is None else PatternLibrary.from_spec(self.library)  # None: built-in
+            program = RewardProgram.coerce(self.program, lib)
+            names = [b.name or b.kind for b in self.scene.bodies] + [AGENT_NAME]
+            program.require_bodies(names, f"scene {self.scene.template or '?'}")
+            self._runtime = program
         return self._runtime
 
     def check(self, action: Sequence[float]) -> str | None:
@@ -98,8 +100,9 @@ class Objective:
     def score_trace(self, trace: Trace) -> tuple[float, bool, bool]:
         """(score, reward success, goal success) of a rollout."""
         if self.reward in ("score", "success"):
-            res = self.program_reward(trace)
-            score, ok = res.reward, res.success
+            res = self.reward_program.evaluate(None, trace)
+            ok = res.success
+            score = res.score if self.reward == "score" else float(ok)
         elif self.reward == "task":
             ok = trace.success
             score = float(ok)
@@ -123,7 +126,7 @@ class Objective:
 # ------------------------------------------------------------------ pool
 def _worker_objective(objective: Objective) -> Objective:
     """The objective in a worker, its program compiled once there (not per action)."""
-    objective.program_reward
+    objective.reward_program
     return objective
 
 

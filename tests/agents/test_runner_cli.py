@@ -74,6 +74,21 @@ def test_cli_errors_and_helpers(tmp_path, menu_cache):
     assert res.exit_code == 1 and "not an agent run directory" in res.output
 
 
+def test_annealer_programs_are_checked_before_any_episode(tmp_path, menu_cache):
+    runner = CliRunner()
+    progs = tmp_path / "progs"
+    progs.mkdir()
+    (progs / "00002.rwd").write_text('# goal\nTOUCH("green ball", "purple floor")\n')
+    run = tmp_path / "run"
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "anneal", "--programs", str(progs)))
+    assert res.exit_code == 2 and f"{progs / '00002.rwd'}:2:1" in res.output and "TOUCHING" in res.output
+    assert not (run / EPISODES_FILE).exists()
+    # parses, but names a body task 00002:002 does not have: the run stops on that task, naming it
+    (progs / "00002.rwd").write_text('TOUCHING("purple jar", "red ball")\n')
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "anneal", "--programs", str(progs)))
+    assert res.exit_code == 1 and "scene 00002" in res.output and 'unknown body "purple jar"' in res.output
+
+
 def test_memory_on_a_fold(tmp_path, menu_cache):
     config = EvalConfig(setup="ball_within_template", seeds=(0,), per_template=1, train_per_template=2, bins=2,
                         budget=20)

@@ -8,8 +8,7 @@ from dsl_builders import annotation
 from simpatterns.annotation import PatternEvent
 from simpatterns.detectors import PatternLibrary
 from simpatterns.dsl import RewardProgram, check, compile_program
-from simpatterns.evolve.discovery import evolved_detector
-from simpatterns.evolve.gate import check_candidate
+from simpatterns.sandbox.gate import check_candidate
 
 BODIES = ["ground", "red ball", "green ball", "purple box"]
 
@@ -57,11 +56,10 @@ def test_an_evolved_pattern_declaring_directed_is_matched_directed(library):
 
 def test_directed_survives_discovery_into_the_library():
     source = detector("tow", ["object_a", "object_b", "frames"], "DIRECTED = True")
-    info = check_candidate(source, "tow")
-    det = evolved_detector(source, info)
-    assert det.directed and det.duration == "interval" and not det.trusted
+    candidate = check_candidate(source, "tow")  # what the evolver's gate hands on
     lib = PatternLibrary()
-    lib.add(det, provenance="evolved")
+    det = lib.add(candidate, provenance="evolved")  # not parsed again, not executed
+    assert det.directed and det.duration == "interval" and not det.trusted and det.detect is None
     ann = annotation([PatternEvent("tow", 3, {"object_a": "red ball", "object_b": "green ball", "frames": 4})])
     assert not RewardProgram.from_text('EVENT("tow", {"object_a": "green ball"})', lib).evaluate(ann).success
 

@@ -1,4 +1,5 @@
-"""Fitness (Algorithm 2, Appendix F) on real traces with the built-in detectors."""
+"""Fitness on real traces with the built-in detectors: both kinds (the paper's Algorithm 2 and
+Appendix F, and the evidence fitness); the discrimination benchmark is test_fitness_discrimination.py."""
 
 import numpy as np
 import pytest
@@ -6,14 +7,14 @@ import pytest
 from simpatterns.annotate import distances as dist
 from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate_many
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.fitness import (
     FitnessConfig,
     FitnessContext,
     length_penalty,
     time_penalty,
 )
-from simpatterns.evolve.gate import count_lines
+from simpatterns.detectors.contract import count_lines
 
 RANDOM_SOURCE_LINES = 9  # a short random detector: the length penalty favours it, not the correct one
 
@@ -38,7 +39,7 @@ def test_candidate_histograms_are_the_annotation_distance_histograms_on_the_shar
 
 
 def test_penalty_shapes():
-    cfg = FitnessConfig()
+    cfg = FitnessConfig().resolved()
     assert length_penalty(1000, cfg) == pytest.approx(1.5)
     assert length_penalty(50_000, cfg) == pytest.approx(1.5)  # capped at 1000 lines
     assert length_penalty(10, cfg) == pytest.approx(0.5)
@@ -58,12 +59,13 @@ def _context(traces, annotated, library_labels, cfg=None):
 BASE = ["collision start", "collision end", "task complete"]  # Algorithm 1 starts from raw events
 
 
+@pytest.mark.parametrize("kind", ["paper", "evidence"])
 @pytest.mark.parametrize("label", ["high energy impact", "brief tap", "airborne"])
-def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotated, builtin, label):
-    """On 40 traces the correlation term is noisy (one random detector in ten can get lucky), so
+def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotated, builtin, label, kind):
+    """On 40 traces the paper's correlation term is noisy (one random detector in ten can get lucky), so
     the correct built-in detector must beat the typical random one: more than 80% of 20 detectors
     that fire a random number of times at random frames, independent of the trace."""
-    ctx = _context(many_traces, annotated, BASE)
+    ctx = _context(many_traces, annotated, BASE, FitnessConfig(kind=kind))
     correct = [[(e.frame, e.params) for e in a.by_pattern(label)] for a in annotated]
     assert sum(1 for c in correct if c) >= 5, f"{label} hardly fires on the test traces"
     good = ctx.score(correct, None, count_lines(builtin.get(label).source))
@@ -84,8 +86,9 @@ def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotat
     assert constant.code == R.DEGENERATE_CONSTANT
 
 
-def test_time_penalty_reaches_fitness(many_traces, annotated, builtin):
-    ctx = _context(many_traces, annotated, [k for k in builtin.order() if k != "bounce"])
+@pytest.mark.parametrize("kind", ["paper", "evidence"])
+def test_time_penalty_reaches_fitness(many_traces, annotated, builtin, kind):
+    ctx = _context(many_traces, annotated, [k for k in builtin.order() if k != "bounce"], FitnessConfig(kind=kind))
     correct = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
     fast = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 0.5), 30)
     slow = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 3), 30)
@@ -95,7 +98,7 @@ def test_time_penalty_reaches_fitness(many_traces, annotated, builtin):
 
 
 def test_empty_library_is_the_plain_correlation(many_traces, annotated):
-    ctx = FitnessContext(many_traces, {}, {}, FitnessConfig(w_novelty=0, w_length=0, w_time=0))
+    ctx = FitnessContext(many_traces, {}, {}, FitnessConfig(kind="paper", w_novelty=0, w_length=0, w_time=0))
     ev = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
     parts = ctx.score(ev, None, 10)
     h = dist.activation_histograms([[f for f, _ in e] for e in ev], ctx.horizon, 20)

@@ -2,10 +2,10 @@
 
 import pytest
 
-from simpatterns.evolve import reasons as R
 from simpatterns.detectors.contract import Candidate
-from simpatterns.evolve.gate import check_candidate, check_candidate_tree
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.gate import check_candidate, check_candidate_tree
+from simpatterns.sandbox.reasons import Rejected
 
 HEAD = '''import numpy as np
 PATTERN = "probe"
@@ -65,7 +65,7 @@ def test_from_numpy_import_private_rejected():
 def test_contract_checks():
     ok = body("return []")
     info = check_candidate(ok, "probe", available=[])
-    assert info.pattern == "probe" and info.params == ["object"] and info.num_lines == 7
+    assert info.pattern == "probe" and info.declarations.params == ("object",) and info.num_lines == 7
     with pytest.raises(Rejected) as err:
         check_candidate(ok, "bounce")
     assert err.value.reason.code == R.WRONG_PATTERN

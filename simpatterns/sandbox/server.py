@@ -1,6 +1,6 @@
-"""The sandbox's fork server: runs as ``python -I -m simpatterns.evolve.forkserver``.
+"""The sandbox's fork server: runs as ``python -I -c ... simpatterns.sandbox.server``.
 
-The parent (`simpatterns.evolve.sandbox.SandboxWorker`) starts this module in
+The parent (`simpatterns.sandbox.pool.SandboxWorker`) starts this module in
 an isolated interpreter with a scrubbed environment and its own session. It
 imports numpy once, receives the job's traces once, and keeps one child
 forked and confined ahead of time (the spare), so a candidate costs a pipe
@@ -55,12 +55,13 @@ import numpy as np
 # files are not visible, so a lazy import would fail there.
 import numpy.fft  # noqa: F401
 import numpy.linalg  # noqa: F401
+import numpy.ma  # noqa: F401  (np.median, np.percentile, np.unique reach it)
 import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
 
 from simpatterns.annotation import EventList
-from simpatterns.detectors.contract import DetectorError, default_body_params, interval_problem, validate_events
+from simpatterns.sandbox.events import check_events, encode_events
 
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
@@ -335,10 +336,6 @@ class Server:
                         "received": time.perf_counter(), "start": t_start}
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
 def _vm_size_kb() -> int:
     try:
         with open("/proc/self/status") as fh:
@@ -494,50 +491,6 @@ def _exc_reason(exc: BaseException) -> dict[str, Any]:
     return {"reason": "base_exception", "detail": text}
 
 
-def check_events(
-    raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: frozenset[str] | set[str],
-    max_events: int, idx: int, body_params: frozenset[str] | None = None, interval: bool = False,
-) -> EventList | dict[str, str]:
-    """Schema-check one trace's events: the contract's `validate_events` (with ``interval``:
-    an integer ``frames`` >= 1 on each) plus the declared PARAMS keys and body names in
-    the ``body_params`` keys (the detector's BODY_PARAMS; default: the contract's).
-    Returns the plain events, or a reason dict."""
-    bodies = frozenset(default_body_params(params)) if body_params is None else body_params
-    if isinstance(raw, (list, tuple)) and len(raw) > max_events:
-        return {"reason": "too_many_events", "detail": f"{len(raw)} events on trace {idx}, limit {max_events}"}
-    try:
-        events = validate_events(raw, pattern, num_frames, max_events=max_events)
-    except DetectorError as exc:
-        return {"reason": "invalid_events", "detail": f"trace {idx}: {str(exc).split(': ', 1)[-1]}"}
-    for i, (_, p) in enumerate(events):
-        keys = p.keys()
-        if keys - params:
-            return {"reason": "unknown_params",
-                    "detail": f"trace {idx} event {i}: keys {sorted(keys - params)} not in PARAMS {sorted(params)}"}
-        if params - keys:
-            return {"reason": "missing_params", "detail": f"trace {idx} event {i}: missing keys {sorted(params - keys)}"}
-        for key in bodies:
-            bad = not_a_body(p[key], names)
-            if bad is not None:
-                return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={bad!r} is not a body name"}
-    bad = interval_problem(events) if interval else ""
-    if bad:
-        return {"reason": "invalid_events", "detail": f"trace {idx} {bad}"}
-    return events
-
-
-def not_a_body(value: Any, names: frozenset[str] | set[str]) -> Any:
-    """None when ``value`` names a body (or is a list of body names), else the offending value."""
-    if isinstance(value, str):
-        return None if value in names else value
-    if isinstance(value, list):
-        for v in value:
-            if not isinstance(v, str) or v not in names:
-                return v
-        return None
-    return value
-
-
 def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]
                    ) -> tuple[dict[str, Any], bytes]:
     """Run detect on every trace (smoke traces first); returns (times or a reason, events JSON)."""
@@ -576,14 +529,6 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
         return _exc_reason(exc), b""
     body = ",".join(f'"{i}":{encoded[i]}' for i in sorted(encoded))
     return {"times": times}, ("{" + body + "}").encode()
-
-
-def encode_events(events: EventList) -> str:
-    """Canonical JSON of one trace's events: sorted by frame (stable, so events of one
-    frame keep the detector's order), params with sorted keys. One ``json.dumps`` per
-    trace: a per-event canonical sort would cost more than the detector."""
-    ordered = sorted(([int(f), p] for f, p in events), key=lambda e: e[0])
-    return json.dumps(ordered, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def main() -> None:

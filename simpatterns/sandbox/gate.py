@@ -4,28 +4,27 @@ It rejects candidates that obviously try to leave the detector contract
 (imports other than numpy/math, file or process access, introspection
 through underscore attributes) before a process is spent on them, and it
 names the reason so the LLM can be told. It is a filter, not the security
-boundary: the sandbox (`simpatterns.evolve.sandbox`) assumes the gate can be
+boundary: the sandbox (`simpatterns.sandbox.pool`) assumes the gate can be
 bypassed and contains the candidate on its own.
+
+Two callers: the evolver checks every candidate (`check_candidate`, or
+`check_candidate_tree` on a `Candidate` parsed already), and annotation checks a
+library's untrusted (LLM-written) entries before any of them runs
+(`check_untrusted`). Loading a library does the contract's static checks only.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import weakref
 
-from simpatterns.detectors.contract import (
-    ALLOWED_IMPORTS,
-    AST_LOCK,
-    Candidate,
-    Declarations,
-    DetectorError,
-    count_lines,
-    normalize_label,
-)
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.annotation import normalize_label
+from simpatterns.detectors.contract import ALLOWED_IMPORTS, AST_LOCK, Candidate, DetectorError, count_lines
+from simpatterns.detectors.library import LibraryError, PatternLibrary
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Rejected
 
-__all__ = ["AST_LOCK", "CandidateInfo", "check_candidate", "check_candidate_tree", "count_lines"]
+__all__ = ["check_candidate", "check_candidate_tree", "check_untrusted"]
 
 FORBIDDEN_NAMES = frozenset({
     "open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
@@ -48,18 +47,6 @@ FORBIDDEN_ATTRIBUTES = frozenset({
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
 
 
-@dataclass(frozen=True)
-class CandidateInfo:
-    """What the gate learned from a candidate's source (nothing has run)."""
-
-    pattern: str
-    description: str
-    depends: list[str]
-    params: list[str]
-    num_lines: int
-    declarations: Declarations | None = None  # body params, directedness, duration
-
-
 def check_candidate(
     source: str,
     label: str | None = None,
@@ -67,30 +54,37 @@ def check_candidate(
     max_lines: int = 1000,
     max_chars: int = 200_000,
     safety: bool = True,
-) -> CandidateInfo:
-    """Raise `Rejected` with a reason code, or return the candidate's declared names.
+    *,
+    tree: ast.Module | None = None,
+) -> Candidate:
+    """Raise `Rejected` with a reason code, or return the checked `Candidate`.
 
     ``label``: the pattern being evolved (PATTERN must match). ``available``:
     labels the candidate may list in DEPENDS (None: any). ``safety=False``
     skips the import/name/attribute filter and keeps only the contract checks:
-    for testing that the sandbox holds on its own. Parses ``source`` once; a
-    source already parsed into a `Candidate` goes to `check_candidate_tree`.
+    for testing that the sandbox holds on its own. ``tree``: ``source`` parsed
+    already (by the proposer that wrote it), so nothing is parsed here. The
+    checks run in a fixed order (size, syntax, the safety filter, the contract,
+    the declarations), so a source with several faults is always named by the
+    same one.
     """
+    _check_size(source, max_lines, max_chars)
     with AST_LOCK:
-        _check_size(source, max_lines, max_chars)
-        try:
-            tree = ast.parse(source, filename="<candidate>")
-        except SyntaxError as exc:
-            raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
-        except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-            raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
+        if tree is None:
+            try:
+                tree = ast.parse(source, filename="<candidate>")
+            except SyntaxError as exc:
+                raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
+            except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+                raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
         if safety:
             _walk(tree)
         try:
             candidate = Candidate.from_tree(source, tree, "<candidate>")
         except DetectorError as exc:
             raise Rejected(R.CONTRACT, str(exc)) from None
-        return _check_declarations(candidate, label, available)
+    _check_declarations(candidate, label, available)
+    return candidate
 
 
 def check_candidate_tree(
@@ -100,14 +94,15 @@ def check_candidate_tree(
     max_lines: int = 1000,
     max_chars: int = 200_000,
     safety: bool = True,
-) -> CandidateInfo:
+) -> Candidate:
     """`check_candidate` on a `Candidate` (parsed and contract-checked already): walks
-    ``candidate.tree`` instead of parsing again. Raises `Rejected` or returns the info."""
+    ``candidate.tree`` instead of parsing again. Raises `Rejected` or returns ``candidate``."""
     _check_size(candidate.source, max_lines, max_chars)
     if safety:
         with AST_LOCK:
             _walk(candidate.tree)
-    return _check_declarations(candidate, label, available)
+    _check_declarations(candidate, label, available)
+    return candidate
 
 
 def _check_size(source: str, max_lines: int, max_chars: int) -> None:
@@ -118,7 +113,7 @@ def _check_size(source: str, max_lines: int, max_chars: int) -> None:
         raise Rejected(R.TOO_LONG, f"{nlines} lines, limit {max_lines}")
 
 
-def _check_declarations(candidate: Candidate, label: str | None, available: list[str] | None) -> CandidateInfo:
+def _check_declarations(candidate: Candidate, label: str | None, available: list[str] | None) -> None:
     decl = candidate.declarations
     pattern = decl.pattern
     if label is not None and pattern != normalize_label(label):
@@ -133,7 +128,42 @@ def _check_declarations(candidate: Candidate, label: str | None, available: list
     params = list(decl.params)
     if len(set(params)) != len(params):
         raise Rejected(R.CONTRACT, f"PARAMS repeats a key: {params}")
-    return CandidateInfo(pattern, decl.description, depends, params, candidate.num_lines, decl)
+
+
+# ------------------------------------------------------------------ libraries
+UNTRUSTED_MAX_LINES = 2000  # an accepted detector may be longer than a candidate's first draft
+
+# library -> the untrusted sources it passed with: a library is gated once per object
+# (annotating trace by trace calls `check_untrusted` for every trace)
+_PASSED: "weakref.WeakKeyDictionary[PatternLibrary, set[str]]" = weakref.WeakKeyDictionary()
+
+
+def check_untrusted(library: PatternLibrary) -> None:
+    """The gate over every untrusted (LLM-written) detector of ``library``, before any of
+    them runs. Raises `LibraryError` naming the file and line, the pattern, "AST gate"
+    and the reason. Each source is parsed and walked once per library object."""
+    untrusted = library.untrusted_labels()
+    if not untrusted:
+        return
+    passed = _PASSED.setdefault(library, set())
+    for label in untrusted:
+        det = library.get(label)
+        if det.source in passed:
+            continue
+        try:
+            check_candidate(det.source, label, max_lines=UNTRUSTED_MAX_LINES)
+        except Rejected as exc:
+            detail = exc.reason.detail
+            line = detail.split(":", 1)[0][len("line "):] if detail.startswith("line ") else ""
+            where = _file_of(library, label)
+            raise LibraryError(f"{where}{':' + line if line.isdigit() else ''}: untrusted detector {label!r} "
+                               f"rejected by the AST gate ({exc.reason.short()})", [label]) from None
+        passed.add(det.source)
+
+
+def _file_of(library: PatternLibrary, label: str) -> str:
+    file = library.entry(label).file
+    return str(library.path / file) if library.path is not None else file
 
 
 def _walk(tree: ast.AST) -> None:
