@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "simpatterns.envs.commands",
     "simpatterns.optimize.commands",
     "simpatterns.qa.commands",
+    "simpatterns.agents.commands",
     "simpatterns.demo",
 )
 
