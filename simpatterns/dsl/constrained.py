@@ -1,0 +1,266 @@
+"""Grammars that constrain an LLM to write reward programs (GBNF, for llama.cpp and vLLM).
+
+Two grammars, both generated, never kept by hand:
+
+- `decoding_grammar()`: the DSL grammar (``reward.lark``) for decoding: the
+  top level is a predicate call (optionally compared: ``COUNT(...) >= 2``),
+  no comments, and at most `MAX_WS` whitespace characters between tokens.
+  It accepts exactly the programs the parser accepts under those three
+  restrictions (tests/dsl/test_constrained_grammar.py checks it over the
+  fuzz corpus and every shipped goal). A model can still name patterns,
+  params and bodies that do not exist.
+- `specialised_grammar(library, bodies)`: a program for *this* library and
+  scene: ``AND(...)`` of clauses whose pattern labels, param keys (each
+  pattern's own, each at most once), body names, windows (start <= end on a
+  0.05 grid), times, counts and keyword arguments are spelled out, per
+  predicate signature. Every program it derives parses and passes
+  `simpatterns.dsl.check` against that library and scene, by construction
+  (tested by sampling it). Without a scene, body names are free strings
+  (the checker does not check them then) and ``TOUCHING("x", "x")`` cannot
+  be excluded.
+
+Both are built as Lark grammars and translated by the LLM layer's generic
+translator (`simpatterns.llm.grammars.lark_to_gbnf`), which also validates
+them: no backend is ever sent a grammar that llama.cpp would crash on.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+from simpatterns.dsl.checker import as_signatures, is_body_key
+from simpatterns.dsl.matching import normalize_text
+from simpatterns.dsl.parser import grammar_text
+from simpatterns.dsl.predicates import PREDICATES
+from simpatterns.llm.grammars import lark_to_gbnf
+
+MAX_WS = 16  # whitespace characters between two tokens: a newline and 15 spaces of indentation
+WINDOW_STEP = 0.05  # window bounds in the specialised grammar: 0, 0.05, ..., 1
+WILDCARD = "*"
+
+# The top level of a decoded program: a predicate call, optionally compared.
+_DECODING_TOP = "predicate_top: call (COMPARE operand)?\n"
+
+
+@lru_cache(maxsize=4)
+def decoding_grammar(max_ws: int = MAX_WS) -> str:
+    """GBNF of the DSL for decoding (see the module docstring)."""
+    return lark_to_gbnf(grammar_text() + "\n" + _DECODING_TOP, start="predicate_top", ignore=("WS",),
+                        ignore_bound=max_ws).text()
+
+
+# ------------------------------------------------------------------------------ specialised
+
+
+def _lit(s: str) -> str:
+    """A Lark string literal whose value is ``s``."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _quoted(s: str) -> str:
+    """A Lark literal matching the DSL string ``"s"`` (quotes included)."""
+    return _lit('"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"')
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
+
+
+def _declared_body_params(library: Any, label: str) -> set[str]:
+    """Body-valued params a library declares for ``label`` (``declarations()``), if it can say."""
+    decl = getattr(library, "declarations", None)
+    if not callable(decl):
+        return set()
+    try:
+        d = decl()
+        entry = d.get(label) if isinstance(d, Mapping) else None
+    except Exception:  # noqa: BLE001 - a foreign library object: fall back to names
+        return set()
+    if entry is None:
+        return set()
+    found = (entry.get("BODY_PARAMS") or entry.get("body_params")) if isinstance(entry, Mapping) \
+        else (getattr(entry, "BODY_PARAMS", None) or getattr(entry, "body_params", None))
+    return {str(k) for k in (found or ())}
+
+
+def body_keys(library: Any, label: str, keys: Sequence[str]) -> set[str]:
+    """Param keys of ``label`` whose values must be body names in a specialised grammar: the
+    ones the checker checks (`is_body_key`), any ``object...`` key, and declared ones."""
+    declared = _declared_body_params(library, label)
+    return {k for k in keys if is_body_key(k) or k.lower().startswith("object") or k in declared}
+
+
+def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
+                     patterns: Sequence[str] | None = None) -> str:
+    """The specialised grammar as Lark text (see `specialised_grammar`)."""
+    sigs = as_signatures(library) or {}
+    labels = [normalize_text(p) for p in patterns] if patterns is not None else sorted(sigs)
+    unknown = [p for p in labels if p not in sigs]
+    if unknown:
+        raise ValueError(f"patterns not in the library: {unknown}")
+    if not labels:
+        raise ValueError("a specialised grammar needs at least one pattern")
+    names = None
+    if bodies is not None:
+        names = list(dict.fromkeys(b if isinstance(b, str) else b.name for b in bodies))
+        if not names:
+            raise ValueError("the scene has no bodies")
+    missing = set(PREDICATES) - set(_BUILDERS)
+    if missing:  # a new predicate needs its rule here, or programs could never use it
+        raise AssertionError(f"no specialised-grammar rule for predicate(s) {sorted(missing)}")
+
+    L: list[str] = []
+    clause_rules = []
+    for name, build in _BUILDERS.items():
+        rule = build(L)
+        if rule:
+            clause_rules.append(rule)
+    L.insert(0, 'start: "AND" "(" clause ("," clause)* ","? ")"')
+    L.insert(1, "clause: " + " | ".join(clause_rules))
+
+    # patterns, their params (each key at most once, in declared order) and the per-pattern forms
+    for i, label in enumerate(labels):
+        keys = sigs[label]
+        bkeys = body_keys(library, label, keys)
+        L.append(f"pat_{i}: {_quoted(label)}")
+        kvs = [f"{_quoted(k)} \":\" {'body_value' if k in bkeys else 'plain_value'}" for k in keys]
+        if kvs:
+            for j, kv in enumerate(kvs):
+                nxt = f' ("," keys_{i}_{j + 1})?' if j + 1 < len(kvs) else ""
+                later = f" | keys_{i}_{j + 1}" if j + 1 < len(kvs) else ""
+                L.append(f"keys_{i}_{j}: {kv}{nxt}{later}")
+            L.append(f'params_{i}: "{{" keys_{i}_0? "}}"')
+        else:
+            L.append(f'params_{i}: "{{" "}}"')
+        L.append(f'pq_{i}: pat_{i} ("," params_{i})?')
+        L.append(f'fl_{i}: pat_{i} ("," params_{i})? ("," "window" "=" window)? ("," "among" "=" params_{i})?')
+        L.append(f'first_{i}: pat_{i} "," second ("," "first_params" "=" params_{i})? ("," "window" "=" window)?')
+        L.append(f'second_{i}: pat_{i} ("," "second_params" "=" params_{i})?')
+    n = range(len(labels))
+    L.append("pq: " + " | ".join(f"pq_{i}" for i in n))
+    L.append("fl: " + " | ".join(f"fl_{i}" for i in n))
+    L.append("first_second: " + " | ".join(f"first_{i}" for i in n))
+    L.append("second: " + " | ".join(f"second_{i}" for i in n))
+
+    # bodies
+    if names is not None:
+        L.append("body: " + " | ".join(_quoted(b) for b in names))
+        pairs = []
+        for k, a in enumerate(names):
+            others = [_quoted(b) for b in names if normalize_text(b) != normalize_text(a)] + [_quoted(WILDCARD)]
+            L.append(f"touch_{k}: {_quoted(a)} \",\" ({' | '.join(others)})")
+            pairs.append(f"touch_{k}")
+        L.append("touch_pair: " + " | ".join(pairs) + f' | {_quoted(WILDCARD)} "," body_or_any')
+    else:
+        L.append("body: FREE_STRING")
+        L.append('touch_pair: body_or_any "," body_or_any')
+    L.append(f"body_or_any: body | {_quoted(WILDCARD)}")
+    L.append('body_value: body_or_any | "[" body ("," body)* "]"')
+    L.append("plain_value: FREE_STRING | NUM")
+
+    # windows: (start, end) on a grid, start <= end
+    grid = [round(k * WINDOW_STEP, 10) for k in range(round(1 / WINDOW_STEP) + 1)]
+    starts = []
+    for k, s in enumerate(grid):
+        ends = [_lit(_fmt(e)) for e in grid[k:]] + ([_lit("1.0")] if s < 1 else [])
+        L.append(f"wend_{k}: {' | '.join(ends)}")
+        starts.append(f'{_lit(_fmt(s))} "," wend_{k}')
+    L.append('window: "(" (' + " | ".join(starts) + ') ")"')
+
+    L += [
+        'COMPARE: "==" | "!=" | "<=" | ">=" | "<" | ">"',
+        r"FRACTION: /0(\.[0-9]{1,3})?|1(\.0{1,3})?/",
+        r"NUM: /-?[0-9]{1,4}(\.[0-9]{1,2})?/",
+        r"POSITIVE: /[1-9][0-9]{0,3}(\.[0-9]{1,2})?|0\.[1-9][0-9]?|0\.0[1-9]/",
+        r"INT: /[0-9]{1,2}/",
+        r'FREE_STRING: /"[A-Za-z0-9_ .-]{1,40}"/',
+        r"WS: /[ \t\r\n]+/",
+        "%ignore WS",
+    ]
+    return "\n".join(L) + "\n"
+
+
+def _b_and(L: list[str]) -> str:
+    L.append('and_call: "AND" "(" clause ("," clause)* ","? ")"')
+    return "and_call"
+
+
+def _b_or(L: list[str]) -> str:
+    L.append('or_call: "OR" "(" clause ("," clause)* ","? ")"')
+    return "or_call"
+
+
+def _b_not(L: list[str]) -> str:
+    L.append('not_call: "NOT" "(" clause ")"')
+    return "not_call"
+
+
+def _b_event(L: list[str]) -> str:
+    L.append('event_call: "EVENT" "(" pq ("," "window" "=" window)? ")"')
+    return "event_call"
+
+
+def _b_count(L: list[str]) -> str:
+    # COUNT is a number: it only appears compared, with a whole number or another COUNT
+    L.append('count_call: "COUNT" "(" pq ("," "window" "=" window)? ")"')
+    L.append("count_cmp: count_call COMPARE (INT | count_call)")
+    return "count_cmp"
+
+
+def _b_order(name: str):
+    def build(L: list[str]) -> str:
+        # AFTER(first, second, second_params=..., first_params=..., window=...): keyword order is
+        # free, and this one needs no rule per pair of patterns
+        L.append(f'{name.lower()}_call: "{name}" "(" first_second ")"')
+        return f"{name.lower()}_call"
+    return build
+
+
+def _b_firstlast(name: str):
+    def build(L: list[str]) -> str:
+        L.append(f'{name.lower()}_call: "{name}" "(" fl ")"')
+        return f"{name.lower()}_call"
+    return build
+
+
+def _b_never_always(name: str):
+    def build(L: list[str]) -> str:
+        # a pattern (with params) or a per-frame state (TOUCHING / NEARBY_AT without t or window)
+        L.append(f'{name.lower()}_call: "{name}" "(" (pq | state) ("," "window" "=" window)? ")"')
+        if name == "NEVER":
+            L.append("state: touching_state | nearby_state")
+        return f"{name.lower()}_call"
+    return build
+
+
+def _b_touching(L: list[str]) -> str:
+    L.append('touching_call: "TOUCHING" "(" touch_pair ("," "t" "=" FRACTION)? ")"')
+    L.append('touching_state: "TOUCHING" "(" touch_pair ")"')
+    return "touching_call"
+
+
+def _b_nearby(L: list[str]) -> str:
+    where = '("," "x" "=" NUM "," "y" "=" NUM | "," "target" "=" body)'
+    L.append(f'nearby_call: "NEARBY_AT" "(" body {where} ("," "t" "=" FRACTION | "," "window" "=" window)? '
+             '("," "radius" "=" POSITIVE)? ")"')
+    L.append(f'nearby_state: "NEARBY_AT" "(" body {where} ("," "radius" "=" POSITIVE)? ")"')
+    return "nearby_call"
+
+
+# One builder per predicate (a new predicate without one fails loudly in specialised_lark).
+_BUILDERS = {
+    "AND": _b_and, "OR": _b_or, "NOT": _b_not, "EVENT": _b_event, "COUNT": _b_count,
+    "AFTER": _b_order("AFTER"), "BEFORE": _b_order("BEFORE"),
+    "FIRST": _b_firstlast("FIRST"), "LAST": _b_firstlast("LAST"),
+    "NEVER": _b_never_always("NEVER"), "ALWAYS": _b_never_always("ALWAYS"),
+    "TOUCHING": _b_touching, "NEARBY_AT": _b_nearby,
+}
+
+
+def specialised_grammar(library: Any, bodies: Sequence[Any] | None = None, *,
+                        patterns: Sequence[str] | None = None, max_ws: int = MAX_WS) -> str:
+    """GBNF for programs over ``library``'s patterns (or the subset ``patterns``) and the
+    scene's ``bodies`` (names or `Body` records; None: any names), top level ``AND(...)``."""
+    return lark_to_gbnf(specialised_lark(library, bodies, patterns=patterns), ignore=("WS",),
+                        ignore_bound=max_ws).text()
