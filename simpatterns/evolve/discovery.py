@@ -58,6 +58,7 @@ from simpatterns.evolve.proposers import OfflineProposer, Proposal
 from simpatterns.evolve.reasons import Reason, Rejected
 from simpatterns.evolve.runlog import RunLog, RunLogError, atomic_write_json
 from simpatterns.evolve.sandbox import Sandbox, SandboxError
+from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.trace import Trace
 
 EventList = list[tuple[int, dict[str, Any]]]
@@ -294,6 +295,7 @@ class DiscoveryJob:
         self._fitness_label: str | None = None
         self._D_T: np.ndarray | None = None
         self._api = trace_api()
+        self._compact = resolve_prompt_mode(self.config.prompt, getattr(self.proposer, "client", None)) == "compact"
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
         self._rounds_since_snapshot = 0
@@ -569,7 +571,8 @@ class DiscoveryJob:
             progs = cur.db.sample_programs(island, rng)
             versions = [Version(p.source, p.fitness if p.parts.get("rejected") is None else None, p.id) for p in progs]
             feedback = cur.db.feedback(island)
-            prompt = build_prompt(cur.spec, versions, island, cur.db.epoch(island), lib_info, feedback, self._api)
+            prompt = build_prompt(cur.spec, versions, island, cur.db.epoch(island), lib_info, feedback, self._api,
+                                  compact=self._compact)
             seed = int(self.state.rng(cur.index, cur.round, k, _PROPOSE).integers(2**31 - 1))
             items.append(RoundItem(k, cur.samples + k, island, cur.db.epoch(island), versions, prompt, seed))
 

@@ -209,8 +209,8 @@ class LLMClient:
     asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt
     (None: no limit); ``transcript`` (a path) records every attempt as a
     JSONL line. Either may be ``"auto"``: what the server wants (one request
-    at a time and 600 s for llama.cpp and in-process models; 8 and 120 s
-    otherwise), decided on first use.
+    at a time and 600 s for llama.cpp and in-process models; else
+    ``default_concurrency`` and 120 s), decided on first use.
     """
 
     def __init__(
@@ -222,6 +222,7 @@ class LLMClient:
         retry: RetryPolicy | None = None,
         budget: Budget | None = None,
         transcript: str | Path | None = None,
+        default_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if concurrency != AUTO and (not isinstance(concurrency, int) or concurrency < 1):
             raise ValueError(f"LLMClient.concurrency must be >= 1 or 'auto', got {concurrency!r}")
@@ -229,6 +230,7 @@ class LLMClient:
             raise ValueError(f"LLMClient.timeout_s must be > 0, None or 'auto', got {timeout_s!r}")
         self.backend = backend
         self._concurrency = concurrency
+        self._default_concurrency = max(1, int(default_concurrency))
         self._timeout = timeout_s
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
@@ -250,7 +252,7 @@ class LLMClient:
     @property
     def concurrency(self) -> int:
         if self._concurrency == AUTO:
-            self._concurrency = self.backend.recommended_concurrency() or DEFAULT_CONCURRENCY
+            self._concurrency = self.backend.recommended_concurrency() or self._default_concurrency
         return int(self._concurrency)
 
     @property

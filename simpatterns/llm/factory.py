@@ -56,6 +56,7 @@ def make_client(
     max_requests: int | None = None,
     transcript: str | os.PathLike | None = None,
     engine_kwargs: dict[str, Any] | None = None,
+    default_concurrency: int = 8,
 ) -> LLMClient:
     """An `LLMClient` for ``spec``; see the module docstring. ``concurrency`` and
     ``timeout_s`` default to what the server wants (`LLMClient`); ``engine_kwargs``
@@ -88,4 +89,4 @@ def make_client(
 
         backend = OpenAIBackend(base_url=base_url, model=model or arg, api_key=api_key, grammar=grammar)
     return LLMClient(backend, concurrency=concurrency, timeout_s=timeout_s, retry=retry, budget=budget,
-                     transcript=transcript)
+                     transcript=transcript, default_concurrency=default_concurrency)
