@@ -11,7 +11,7 @@ Two grammars, both generated, never kept by hand:
   params and bodies that do not exist.
 - `specialised_grammar(library, bodies)`: a program for *this* library and
   scene: ``AND(...)`` of clauses whose pattern labels, param keys (each
-  pattern's own, each at most once), body names, windows (start <= end on a
+  pattern's own, each at most once, in any order), body names, windows (start <= end on a
   0.05 grid), times, counts and keyword arguments are spelled out, per
   predicate signature. Every program it derives parses and passes
   `simpatterns.dsl.check` against that library and scene, by construction
@@ -37,7 +37,10 @@ from simpatterns.llm.grammars import lark_to_gbnf
 
 MAX_WS = 16  # whitespace characters between two tokens: a newline and 15 spaces of indentation
 WINDOW_STEP = 0.05  # window bounds in the specialised grammar: 0, 0.05, ..., 1
-WILDCARD = "*"
+WILDCARDS = ("*", "any", "object X")  # what a body-valued param or TOUCHING may say instead of a body
+MAX_ANY_ORDER_KEYS = 5  # a pattern's param keys in any order up to this many (2^n rules), else declared order
+MAX_PAIR_PATTERNS = 40
+_CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them  # AFTER/BEFORE with first_params before second_params up to this many patterns
 
 # The top level of a decoded program: a predicate call, optionally compared.
 _DECODING_TOP = "predicate_top: call (COMPARE operand)?\n"
@@ -116,7 +119,7 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
         rule = build(L)
         if rule:
             clause_rules.append(rule)
-    L.insert(0, 'start: "AND" "(" clause ("," clause)* ","? ")"')
+    L.insert(0, f'start: "AND" "(" clause ("," clause)* {_CLOSE}')
     L.insert(1, "clause: " + " | ".join(clause_rules))
 
     # patterns, their params (each key at most once, in declared order) and the per-pattern forms
@@ -124,38 +127,44 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
         keys = sigs[label]
         bkeys = body_keys(library, label, keys)
         L.append(f"pat_{i}: {_quoted(label)}")
-        kvs = [f"{_quoted(k)} \":\" {'body_value' if k in bkeys else 'plain_value'}" for k in keys]
-        if kvs:
-            for j, kv in enumerate(kvs):
-                nxt = f' ("," keys_{i}_{j + 1})?' if j + 1 < len(kvs) else ""
-                later = f" | keys_{i}_{j + 1}" if j + 1 < len(kvs) else ""
-                L.append(f"keys_{i}_{j}: {kv}{nxt}{later}")
-            L.append(f'params_{i}: "{{" keys_{i}_0? "}}"')
-        else:
-            L.append(f'params_{i}: "{{" "}}"')
+        L += _params_rules(i, [f"{_quoted(k)} \":\" {'body_value' if k in bkeys else 'plain_value'}"
+                               for k in keys])
         L.append(f'pq_{i}: pat_{i} ("," params_{i})?')
         L.append(f'fl_{i}: pat_{i} ("," params_{i})? ("," "window" "=" window)? ("," "among" "=" params_{i})?')
-        L.append(f'first_{i}: pat_{i} "," second ("," "first_params" "=" params_{i})? ("," "window" "=" window)?')
-        L.append(f'second_{i}: pat_{i} ("," "second_params" "=" params_{i})?')
     n = range(len(labels))
     L.append("pq: " + " | ".join(f"pq_{i}" for i in n))
     L.append("fl: " + " | ".join(f"fl_{i}" for i in n))
+    # AFTER/BEFORE(first, second, first_params=..., second_params=..., window=...): the params follow
+    # both labels, so the rule for the second label must know the first: one rule per pair while that
+    # stays small; past MAX_PAIR_PATTERNS, second_params comes first (keyword order is free).
+    window = '("," "window" "=" window)?'
+    if len(labels) <= MAX_PAIR_PATTERNS:
+        for i in n:
+            L.append(f'first_{i}: pat_{i} "," (' + " | ".join(
+                f'pat_{j} ("," "first_params" "=" params_{i})? ("," "second_params" "=" params_{j})?'
+                for j in n) + f") {window}")
+    else:
+        for i in n:
+            L.append(f'first_{i}: pat_{i} "," second ("," "first_params" "=" params_{i})? {window}')
+        for j in n:
+            L.append(f'second_{j}: pat_{j} ("," "second_params" "=" params_{j})?')
+        L.append("second: " + " | ".join(f"second_{j}" for j in n))
     L.append("first_second: " + " | ".join(f"first_{i}" for i in n))
-    L.append("second: " + " | ".join(f"second_{i}" for i in n))
 
     # bodies
     if names is not None:
         L.append("body: " + " | ".join(_quoted(b) for b in names))
         pairs = []
         for k, a in enumerate(names):
-            others = [_quoted(b) for b in names if normalize_text(b) != normalize_text(a)] + [_quoted(WILDCARD)]
-            L.append(f"touch_{k}: {_quoted(a)} \",\" ({' | '.join(others)})")
+            others = [_quoted(b) for b in names if normalize_text(b) != normalize_text(a)]
+            L.append(f"touch_{k}: {_quoted(a)} \",\" ({' | '.join(others)} | wildcard)")
             pairs.append(f"touch_{k}")
-        L.append("touch_pair: " + " | ".join(pairs) + f' | {_quoted(WILDCARD)} "," body_or_any')
+        L.append("touch_pair: " + " | ".join(pairs) + ' | wildcard "," body_or_any')
     else:
         L.append("body: FREE_STRING")
         L.append('touch_pair: body_or_any "," body_or_any')
-    L.append(f"body_or_any: body | {_quoted(WILDCARD)}")
+    L.append("wildcard: " + " | ".join(_quoted(w) for w in WILDCARDS))
+    L.append("body_or_any: body | wildcard")
     L.append('body_value: body_or_any | "[" body ("," body)* "]"')
     L.append("plain_value: FREE_STRING | NUM")
 
@@ -181,29 +190,53 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
     return "\n".join(L) + "\n"
 
 
+def _params_rules(i: int, kvs: list[str]) -> list[str]:
+    """``params_i``: a dict of the pattern's keys, each at most once, in any order. One rule per set of
+    keys already written (2^n for n keys); past MAX_ANY_ORDER_KEYS, in declared order only."""
+    if not kvs:
+        return [f'params_{i}: "{{" "}}"']
+    out = []
+    if len(kvs) <= MAX_ANY_ORDER_KEYS:
+        full = (1 << len(kvs)) - 1
+        for used in range(full):
+            alts = []
+            for j, kv in enumerate(kvs):
+                if used & (1 << j):
+                    continue
+                rest = used | (1 << j)
+                alts.append(kv + (f' ("," keys_{i}_{rest})?' if rest != full else ""))
+            out.append(f"keys_{i}_{used}: " + " | ".join(alts))
+    else:
+        for j, kv in enumerate(kvs):
+            nxt = f' ("," keys_{i}_{j + 1})? | keys_{i}_{j + 1}' if j + 1 < len(kvs) else ""
+            out.append(f"keys_{i}_{j}: {kv}{nxt}")
+    out.append(f'params_{i}: "{{" keys_{i}_0? "}}"')
+    return out
+
+
 def _b_and(L: list[str]) -> str:
-    L.append('and_call: "AND" "(" clause ("," clause)* ","? ")"')
+    L.append(f'and_call: "AND" "(" clause ("," clause)* {_CLOSE}')
     return "and_call"
 
 
 def _b_or(L: list[str]) -> str:
-    L.append('or_call: "OR" "(" clause ("," clause)* ","? ")"')
+    L.append(f'or_call: "OR" "(" clause ("," clause)* {_CLOSE}')
     return "or_call"
 
 
 def _b_not(L: list[str]) -> str:
-    L.append('not_call: "NOT" "(" clause ")"')
+    L.append(f'not_call: "NOT" "(" clause {_CLOSE}')
     return "not_call"
 
 
 def _b_event(L: list[str]) -> str:
-    L.append('event_call: "EVENT" "(" pq ("," "window" "=" window)? ")"')
+    L.append(f'event_call: "EVENT" "(" pq ("," "window" "=" window)? {_CLOSE}')
     return "event_call"
 
 
 def _b_count(L: list[str]) -> str:
     # COUNT is a number: it only appears compared, with a whole number or another COUNT
-    L.append('count_call: "COUNT" "(" pq ("," "window" "=" window)? ")"')
+    L.append(f'count_call: "COUNT" "(" pq ("," "window" "=" window)? {_CLOSE}')
     L.append("count_cmp: count_call COMPARE (INT | count_call)")
     return "count_cmp"
 
@@ -212,14 +245,14 @@ def _b_order(name: str):
     def build(L: list[str]) -> str:
         # AFTER(first, second, second_params=..., first_params=..., window=...): keyword order is
         # free, and this one needs no rule per pair of patterns
-        L.append(f'{name.lower()}_call: "{name}" "(" first_second ")"')
+        L.append(f'{name.lower()}_call: "{name}" "(" first_second {_CLOSE}')
         return f"{name.lower()}_call"
     return build
 
 
 def _b_firstlast(name: str):
     def build(L: list[str]) -> str:
-        L.append(f'{name.lower()}_call: "{name}" "(" fl ")"')
+        L.append(f'{name.lower()}_call: "{name}" "(" fl {_CLOSE}')
         return f"{name.lower()}_call"
     return build
 
@@ -227,7 +260,7 @@ def _b_firstlast(name: str):
 def _b_never_always(name: str):
     def build(L: list[str]) -> str:
         # a pattern (with params) or a per-frame state (TOUCHING / NEARBY_AT without t or window)
-        L.append(f'{name.lower()}_call: "{name}" "(" (pq | state) ("," "window" "=" window)? ")"')
+        L.append(f'{name.lower()}_call: "{name}" "(" (pq | state) ("," "window" "=" window)? {_CLOSE}')
         if name == "NEVER":
             L.append("state: touching_state | nearby_state")
         return f"{name.lower()}_call"
@@ -235,16 +268,16 @@ def _b_never_always(name: str):
 
 
 def _b_touching(L: list[str]) -> str:
-    L.append('touching_call: "TOUCHING" "(" touch_pair ("," "t" "=" FRACTION)? ")"')
-    L.append('touching_state: "TOUCHING" "(" touch_pair ")"')
+    L.append(f'touching_call: "TOUCHING" "(" touch_pair ("," "t" "=" FRACTION)? {_CLOSE}')
+    L.append(f'touching_state: "TOUCHING" "(" touch_pair {_CLOSE}')
     return "touching_call"
 
 
 def _b_nearby(L: list[str]) -> str:
     where = '("," "x" "=" NUM "," "y" "=" NUM | "," "target" "=" body)'
     L.append(f'nearby_call: "NEARBY_AT" "(" body {where} ("," "t" "=" FRACTION | "," "window" "=" window)? '
-             '("," "radius" "=" POSITIVE)? ")"')
-    L.append(f'nearby_state: "NEARBY_AT" "(" body {where} ("," "radius" "=" POSITIVE)? ")"')
+             f'("," "radius" "=" POSITIVE)? {_CLOSE}')
+    L.append(f'nearby_state: "NEARBY_AT" "(" body {where} ("," "radius" "=" POSITIVE)? {_CLOSE}')
     return "nearby_call"
 
 
