@@ -227,6 +227,7 @@ class GBNF:
 
     rules: dict[str, Node]
     _flat: "_Flat | None" = field(default=None, repr=False, compare=False)
+    _heights: "dict[str, float] | None" = field(default=None, repr=False, compare=False)
 
     def text(self) -> str:
         order = ["root"] + [n for n in self.rules if n != "root"]
@@ -276,7 +277,9 @@ class GBNF:
     def sample(self, rng: random.Random, max_depth: int = 12, max_repeat: int = 3) -> str:
         """A random sentence of the grammar; past ``max_depth`` nested rules the shortest
         derivations are taken, so it always ends."""
-        heights = _heights(self.rules)
+        if self._heights is None:
+            self._heights = _heights(self.rules)
+        heights = self._heights
         out: list[str] = []
         _sample(self.rules["root"], self.rules, heights, rng, 0, max_depth, max_repeat, out)
         return "".join(out)
