@@ -252,18 +252,24 @@ class LLMClient:
     @property
     def concurrency(self) -> int:
         if self._concurrency == AUTO:
-            self._concurrency = self.backend.recommended_concurrency() or self._default_concurrency
+            ask = getattr(self.backend, "recommended_concurrency", None)  # duck-typed backends may lack it
+            self._concurrency = (ask() if ask else None) or self._default_concurrency
         return int(self._concurrency)
 
     @property
     def timeout_s(self) -> float | None:
         if self._timeout == AUTO:
-            self._timeout = self.backend.recommended_timeout()
+            ask = getattr(self.backend, "recommended_timeout", None)
+            self._timeout = ask() if ask else 120.0
         return self._timeout  # type: ignore[return-value]
 
     @property
     def prefers_compact_prompts(self) -> bool:
-        return self.backend.prefers_compact_prompts
+        return bool(getattr(self.backend, "prefers_compact_prompts", False))
+
+    @property
+    def server_kind(self) -> str:
+        return str(getattr(self.backend, "server_kind", "unknown"))
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
@@ -317,7 +323,7 @@ class LLMClient:
     def stats(self) -> dict[str, Any]:
         return {
             "backend": self.backend.name,
-            "server": self.backend.server_kind,
+            "server": self.server_kind,
             "model": self.model,
             "attempts_sent": self.attempts_sent,
             "retries": self.retries,
@@ -400,7 +406,7 @@ class LLMClient:
             return
         record: dict[str, Any] = {
             "backend": self.backend.name,
-            "server": self.backend.server_kind,
+            "server": self.server_kind,
             "model": completion.model if completion is not None and completion.model else self.backend.model,
             "prompt_hash": request.prompt_hash,
             "attempt": attempt,
