@@ -372,7 +372,7 @@ def add_compile_command(group: typer.Typer) -> None:
             raise typer.Exit(1)
         if out is not None:
             save_goal_program(result, out)
-        typer.echo(result.text, nl=False)
+        typer.echo(result.text, nl=not result.text.endswith("\n"))
         typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
 
 
