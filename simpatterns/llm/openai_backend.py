@@ -163,7 +163,8 @@ class OpenAIBackend(Backend):
             try:
                 models = self.server_models()
             except LLMConfigError:
-                return "unknown"  # not cached: the server may come up later
+                self._kind = "unknown"  # asked once: every transcript record reads it
+                return self._kind
             owners = {str(m.get("owned_by", "")).lower() for m in models}
             kinds = {SERVER_KINDS[o] for o in owners if o in SERVER_KINDS}
             self._kind = kinds.pop() if len(kinds) == 1 else "hosted"
