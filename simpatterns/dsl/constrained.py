@@ -11,9 +11,10 @@ Two grammars, both generated, never kept by hand:
   params and bodies that do not exist.
 - `specialised_grammar(library, bodies)`: a program for *this* library and
   scene: ``AND(...)`` of clauses whose pattern labels, param keys (each
-  pattern's own, each at most once, in any order), body names, windows (start <= end on a
-  0.05 grid), times, counts and keyword arguments are spelled out, per
-  predicate signature. Every program it derives parses and passes
+  pattern's own, each at most once, in any order), body names, windows
+  (start <= end on a 0.05 grid), times, counts and keyword arguments are
+  spelled out, per predicate signature; a body is never its own TOUCHING
+  partner or NEARBY_AT target. Every program it derives parses and passes
   `simpatterns.dsl.check` against that library and scene, by construction
   (tested by sampling it). Without a scene, body names are free strings
   (the checker does not check them then) and ``TOUCHING("x", "x")`` cannot
@@ -154,15 +155,20 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
     # bodies
     if names is not None:
         L.append("body: " + " | ".join(_quoted(b) for b in names))
-        pairs = []
+        # a body never touches itself (the checker's rule) nor is its own NEARBY_AT target (meaningless)
+        touch, near = [], []
         for k, a in enumerate(names):
             others = [_quoted(b) for b in names if normalize_text(b) != normalize_text(a)]
-            L.append(f"touch_{k}: {_quoted(a)} \",\" ({' | '.join(others)} | wildcard)")
-            pairs.append(f"touch_{k}")
-        L.append("touch_pair: " + " | ".join(pairs) + ' | wildcard "," body_or_any')
+            L.append(f"other_{k}: " + " | ".join(others) if others else f"other_{k}: {_quoted(a)}")
+            touch.append(f'{_quoted(a)} "," (other_{k} | wildcard)' if others else f'{_quoted(a)} "," wildcard')
+            near.append(f'{_quoted(a)} ("," "x" "=" NUM "," "y" "=" NUM' +
+                        (f' | "," "target" "=" other_{k})' if others else ")"))
+        L.append("touch_pair: " + " | ".join(touch) + ' | wildcard "," body_or_any')
+        L.append("nearby_where: " + " | ".join(near))
     else:
         L.append("body: FREE_STRING")
         L.append('touch_pair: body_or_any "," body_or_any')
+        L.append('nearby_where: body ("," "x" "=" NUM "," "y" "=" NUM | "," "target" "=" body)')
     L.append("wildcard: " + " | ".join(_quoted(w) for w in WILDCARDS))
     L.append("body_or_any: body | wildcard")
     L.append('body_value: body_or_any | "[" body ("," body)* "]"')
@@ -274,10 +280,9 @@ def _b_touching(L: list[str]) -> str:
 
 
 def _b_nearby(L: list[str]) -> str:
-    where = '("," "x" "=" NUM "," "y" "=" NUM | "," "target" "=" body)'
-    L.append(f'nearby_call: "NEARBY_AT" "(" body {where} ("," "t" "=" FRACTION | "," "window" "=" window)? '
+    L.append(f'nearby_call: "NEARBY_AT" "(" nearby_where ("," "t" "=" FRACTION | "," "window" "=" window)? '
              f'("," "radius" "=" POSITIVE)? {_CLOSE}')
-    L.append(f'nearby_state: "NEARBY_AT" "(" body {where} ("," "radius" "=" POSITIVE)? {_CLOSE}')
+    L.append(f'nearby_state: "NEARBY_AT" "(" nearby_where ("," "radius" "=" POSITIVE)? {_CLOSE}')
     return "nearby_call"
 
 
