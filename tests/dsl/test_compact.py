@@ -11,7 +11,7 @@ from simpatterns.dsl import parse
 from simpatterns.dsl.compact import compact_prompt, select_bodies, select_examples, select_patterns
 from simpatterns.dsl.constrained import specialised_grammar
 from simpatterns.dsl.synthesize import (
-    GoalExample, SynthesisConfig, build_messages, load_goal_examples, phyre_scene_bodies, synthesize_reward,
+    SynthesisConfig, build_messages, load_goal_examples, phyre_scene_bodies, synthesize_reward,
     with_agent_ball,
 )
 from simpatterns.envs.scenes import three_buckets

@@ -10,7 +10,7 @@ from simpatterns.evolve.prompt import COMPACT_API, LabelSpec, Version, build_pro
 from simpatterns.evolve.proposers import LLMProposer
 from simpatterns.evolve.sandbox import SandboxLimits
 from simpatterns.llm import make_client
-from simpatterns.llm.testing import Reply, ScriptedLLMServer
+from simpatterns.llm.testing import ScriptedLLMServer
 from simpatterns.trace import Trace
 
 SPEC = LabelSpec("high energy impact", "two bodies collide hard", depends=["collision start"],
