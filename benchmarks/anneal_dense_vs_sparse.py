@@ -24,8 +24,8 @@ task's own success; ``dense`` anneals `task_program_text` (the goal bodies'
 closest approach + touching at the end), ``sparse`` anneals PHYRE's success.
 
 Every run is one line in ``<out>/runs.jsonl`` (written as runs finish, so a
-killed job resumes where it stopped). Runs go to a process pool
-(``--workers``). Rollouts end once everything rests (``stop_when_settled``):
+killed job resumes where it stopped). Runs are mapped over
+``--workers`` processes (`simpatterns.parallel`). Rollouts end once everything rests (``stop_when_settled``):
 ``--verify-settle N`` first checks on N random actions per scene that this
 changes no outcome, and the report says how many agreed.
 """
@@ -38,9 +38,9 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,9 @@ from simpatterns.envs.scenes import (  # noqa: E402
     task_program_text,
     three_buckets,
 )
+from simpatterns.files import atomic_open, atomic_write  # noqa: E402
 from simpatterns.optimize import AnnealConfig, Objective, anneal, random_search  # noqa: E402
-from simpatterns.optimize.objective import pool_context  # noqa: E402
+from simpatterns.parallel import make_executor  # noqa: E402
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate  # noqa: E402
 
 BUDGETS = (10, 25, 50, 100, 200, 400)
@@ -196,24 +197,20 @@ def run_all(jobs: list[Job], out: Path, workers: int, config: AnnealConfig) -> d
     t0 = time.perf_counter()
     done = 0
     total = len(todo)
-    with open(path, "a") as fh:
+    run = partial(run_job, config=config)
+    with open(path, "a") as fh, make_executor(workers) as executor:
         for attempt in range(4):  # a worker killed from outside (e.g. out of memory) costs a pool, not the job
             try:
-                with ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool:
-                    pending = {pool.submit(run_job, j, config) for j in todo}
-                    while pending:
-                        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in finished:
-                            row = fut.result()
-                            fh.write(json.dumps(row) + "\n")
-                            fh.flush()
-                            os.fsync(fh.fileno())
-                            runs[row["key"]] = row
-                            done += 1
-                            if done % 20 == 0 or done == total:
-                                el = time.perf_counter() - t0
-                                print(f"  {done}/{total} runs, {el:.0f} s, ~{el / done * (total - done):.0f} s left",
-                                      flush=True)
+                for _, row in executor.imap(run, todo, chunksize=1):
+                    fh.write(json.dumps(row) + "\n")  # the append-only log: a killed job resumes from it
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    runs[row["key"]] = row
+                    done += 1
+                    if done % 20 == 0 or done == total:
+                        el = time.perf_counter() - t0
+                        print(f"  {done}/{total} runs, {el:.0f} s, ~{el / done * (total - done):.0f} s left",
+                              flush=True)
                 break
             except BrokenProcessPool:
                 todo = [j for j in todo if j.key not in runs]
@@ -351,13 +348,13 @@ def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], s
             lines += ["", f"At {tb[-1]} samples: dense {pct(*dense_last)} vs sparse {pct(*sparse_last)}.", ""]
     text = "\n".join(lines)
     out = Path(args.out)
-    _atomic_write(out / "report.md", text)
+    atomic_write(out / "report.md", text)
     png = out / "anneal_dense_vs_sparse.png"
     plot(r, arms, budgets, goals, png, templates and rt, templates and tb)
     if docs:
-        _atomic_write(ROOT / "docs" / "anneal_dense_vs_sparse.md",
+        atomic_write(ROOT / "docs" / "anneal_dense_vs_sparse.md",
                       text + "\n![success rate vs budget](anneal_dense_vs_sparse.png)\n")
-        (ROOT / "docs" / "anneal_dense_vs_sparse.png").write_bytes(png.read_bytes())
+        atomic_write(ROOT / "docs" / "anneal_dense_vs_sparse.png", png.read_bytes())
     return text
 
 
@@ -438,17 +435,9 @@ def plot(r, arms, budgets, goals, path: Path, rt=None, tb=None) -> None:
         frame(ax, tb, "PHYRE templates, task success")
         ax.legend()
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=110)
     plt.close(fig)
-    os.replace(tmp, path)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def template_sample(n: int, seed: int) -> list[str]:
@@ -508,7 +497,7 @@ def main() -> None:
         templates = json.loads(chosen.read_text())
     else:
         templates = template_sample(args.templates, seed=1)
-        _atomic_write(chosen, json.dumps(templates))
+        atomic_write(chosen, json.dumps(templates))
     meta_path = out / "settle.json"
     settle: dict[str, dict[str, int]] = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if "agree" in settle:  # an earlier run's single total: redo the check per scene
@@ -521,7 +510,7 @@ def main() -> None:
             t0 = time.perf_counter()
             for k in missing:
                 settle[k] = verify_settle([needed[k]], args.verify_settle, seed=len(k))
-            _atomic_write(meta_path, json.dumps(settle))
+            atomic_write(meta_path, json.dumps(settle))
             print(f"settle check on {', '.join(missing)}: {sum(settle[k]['agree'] for k in missing)}/"
                   f"{sum(settle[k]['total'] for k in missing)} outcomes agree ({time.perf_counter() - t0:.0f} s)",
                   flush=True)

@@ -29,7 +29,8 @@ import time
 
 import numpy as np
 
-from simpatterns.annotate.annotator import _guarded, annotate, run_detector
+from simpatterns.annotate.annotator import annotate, run_detector
+from simpatterns.annotate.phases import guarded_view
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
 
@@ -52,7 +53,7 @@ def mix() -> list[tuple[object, np.ndarray]]:
 
 def pattern_cpu(trace, lib: PatternLibrary) -> dict[str, float]:
     """CPU seconds of each pattern, run as `annotate` runs it (dependency order, one guarded trace)."""
-    guarded, events, out = _guarded(trace), {}, {}
+    guarded, events, out = guarded_view(trace), {}, {}
     for label in lib.order():
         t0 = CLOCK()
         events[label] = run_detector(lib.get(label), guarded, events)

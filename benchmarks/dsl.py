@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.annotator import annotate
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.dsl import check, compile_program, parse
@@ -92,8 +92,8 @@ def rollouts(n: int, seed: int) -> tuple[list, list]:
 
 
 def fresh(ann: Annotation) -> Annotation:
-    """A copy without the pattern index, to time a first evaluation."""
-    return Annotation(list(ann.events), ann.num_frames, list(ann.patterns), ann.dt)
+    """A copy without cached views, to time a first evaluation."""
+    return Annotation(dict(ann.pattern_events), ann.num_frames, list(ann.patterns), ann.dt)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,8 +7,9 @@ The same tasks and the same valid random actions are run (a) directly:
 ``simulate(scene, action)`` on prebuilt scenes, and (b) through
 ``gym.make(...)``: ``reset(options={template, variant})`` + ``step(action)``,
 with every wrapper ``gym.make`` adds, for each observation mode, sparse
-reward. The program-reward row compares the env in ``reward_mode="program"``
-with direct ``simulate`` + `ProgramReward` on the trace. Reported: rollouts
+reward. The program-reward row compares the env wrapped in
+`RewardProgramWrapper` with direct ``simulate`` + ``RewardProgram.evaluate``
+on the trace (the same compiled program). Reported: rollouts
 per CPU-second of this process (best of ``--reps`` interleaved repetitions;
 CPU time rather than wall time, so that other load on a shared machine
 distorts less) and the ratio env/direct (target >= 0.9).
@@ -27,7 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import simpatterns.envs  # noqa: E402,F401
-from simpatterns.envs.reward import ProgramReward  # noqa: E402
+from simpatterns.dsl import RewardProgram, builtin_library  # noqa: E402
+from simpatterns.envs.reward import RewardProgramWrapper  # noqa: E402
 from simpatterns.envs.scenes import task_program_text  # noqa: E402
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate  # noqa: E402
 
@@ -76,18 +78,22 @@ def main() -> None:
                 env.step(a)
         return run
 
-    envs_sparse = {mode: gym.make("simpatterns/PhyreOneBall-v0", obs_mode=mode) for mode in ("rgb", "semantic", "objects")}
-    # program reward: same program per task; direct = simulate + ProgramReward on the trace
-    programs = {(t, v): ProgramReward(task_program_text(scene)) for t, v, scene, _ in cases}
+    # max_objects: room for the largest shipped scene (51 bodies besides walls and the agent)
+    envs_sparse = {mode: gym.make("simpatterns/PhyreOneBall-v0", obs_mode=mode,
+                                  **({"max_objects": 64} if mode == "objects" else {}))
+                   for mode in ("rgb", "semantic", "objects")}
+    # program reward: same compiled program per task; direct = simulate + RewardProgram.evaluate on the trace
+    programs = {(t, v): RewardProgram.from_text(task_program_text(scene), builtin_library())
+                for t, v, scene, _ in cases}
     envs_program = {
-        key: gym.make("simpatterns/PhyreOneBall-v0", template=key[0], variant=key[1], obs_mode="semantic",
-                      reward_mode="program", reward_program=pr.program)
-        for key, pr in programs.items()
+        key: RewardProgramWrapper(gym.make("simpatterns/PhyreOneBall-v0", template=key[0], variant=key[1],
+                                           obs_mode="semantic"), program)
+        for key, program in programs.items()
     }
 
     def direct_program() -> None:
         for t, v, scene, a in cases:
-            programs[(t, v)](simulate(scene, a).trace)
+            programs[(t, v)].evaluate(None, simulate(scene, a).trace)
 
     def env_program() -> None:
         for t, v, _, a in cases:

@@ -9,7 +9,9 @@
    parent waits as long as scoring takes, so the pre-forked spare is ready, as in
    a job; the back-to-back figure (no pause) is printed too.
 2. Fitness overhead on N traces (target <= 10 ms): `FitnessContext.score` for the
-   built-in ``bounce`` events against a library of every other built-in pattern.
+   built-in ``bounce`` events against a library of every other built-in pattern, for
+   each fitness kind (evidence, the default, and paper); and the evidence kind's
+   acceptance checks, which run once per label.
 3. Throughput: an offline discovery job (mutations of ``bounce``) on N traces with
    2 sandbox workers: candidates evaluated per minute.
 """
@@ -27,15 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from simpatterns.annotate.annotator import annotate_many
-from simpatterns.detectors.contract import load_detector
+from simpatterns.detectors.contract import Candidate, count_lines, load_detector
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.discovery import DiscoveryJob
-from simpatterns.evolve.fitness import FitnessContext, events_hash
-from simpatterns.evolve.gate import count_lines
+from simpatterns.evolve.fitness import FitnessConfig, FitnessContext, events_hash
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import OfflineProposer
-from simpatterns.evolve.sandbox import Sandbox
+from simpatterns.sandbox.pool import Sandbox
 from simpatterns.simulators.phyre import get_template, simulate
 
 TRIVIAL = '''import numpy as np
@@ -70,15 +71,14 @@ def in_process_seconds(source: str, traces: list, deps: dict) -> float:
     return time.perf_counter() - t0
 
 
-def sandbox_overhead(sb: Sandbox, source: str, label: str, params: list, depends: list, repeats: int,
-                     pause_s: float) -> tuple[float, float]:
+def sandbox_overhead(sb: Sandbox, candidate: Candidate, repeats: int, pause_s: float) -> tuple[float, float]:
     """(median wall ms, median overhead ms = wall - detect time in the child)."""
     walls, overheads = [], []
     for _ in range(repeats):
         if pause_s:
             time.sleep(pause_s)
         t0 = time.perf_counter()
-        res = sb.evaluate(source, label, params, depends)
+        res = sb.evaluate(candidate)
         wall = time.perf_counter() - t0
         assert res.ok, res.reason
         walls.append(wall)
@@ -110,38 +110,44 @@ def main() -> None:
     with Sandbox(traces, workers=1) as sb:
         sb.set_dependency_events(events)
         print(f"   isolation: {sb.info}")
-        for name, src, label, params, depends in (
-            ("trivial", TRIVIAL, "first frame", ["object"], []),
-            ("bounce", bounce.source, "bounce", bounce.params, bounce.depends),
-        ):
+        for name, src in (("trivial", TRIVIAL), ("bounce", bounce.source)):
             base = statistics.median(in_process_seconds(src, traces, events) for _ in range(5)) * 1000
-            wall, over = sandbox_overhead(sb, src, label, params, depends, args.repeats, pause_s=0.03)
-            wall_b2b, over_b2b = sandbox_overhead(sb, src, label, params, depends, args.repeats, pause_s=0.0)
+            candidate = Candidate.parse(src)
+            wall, over = sandbox_overhead(sb, candidate, args.repeats, pause_s=0.03)
+            wall_b2b, over_b2b = sandbox_overhead(sb, candidate, args.repeats, pause_s=0.0)
             print(f"   {name:8s} in-process {base:7.2f} ms | sandbox {wall:7.2f} ms, overhead {over:6.2f} ms "
                   f"(x{wall / max(base, 1e-9):.1f} of in-process) | back-to-back overhead {over_b2b:6.2f} ms")
 
-    print(f"\n2. fitness overhead on {len(traces)} traces (target <= 10 ms)")
+    print(f"\n2. fitness overhead on {len(traces)} traces (target <= 10 ms), per fitness kind")
     lib_events = {k: v for k, v in events.items() if k != "bounce"}
-    t0 = time.perf_counter()
-    ctx = FitnessContext(traces, lib_events, {k: times[k] for k in lib_events})
-    print(f"   context (once per label: trace distances, library histograms): {time.perf_counter() - t0:.2f} s")
     cand_times = np.full(len(traces), times["bounce"])
     lines = count_lines(bounce.source)
     digest = events_hash(events["bounce"])  # in a job the sandbox hands this over with the events
-    ms = []
-    for _ in range(args.repeats):
+    detect_ms = 1000 * times["bounce"] * len(traces)
+    for kind in ("evidence", "paper"):
         t0 = time.perf_counter()
-        ctx.score(events["bounce"], cand_times, lines, digest)
-        ms.append(1000 * (time.perf_counter() - t0))
+        ctx = FitnessContext(traces, lib_events, {k: times[k] for k in lib_events}, FitnessConfig(kind=kind))
+        setup = time.perf_counter() - t0
+        ms = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            ctx.score(events["bounce"], cand_times, lines, digest)
+            ms.append(1000 * (time.perf_counter() - t0))
+        print(f"   {kind:8s} context (once per label: trace side and library) {setup:.2f} s; score: median "
+              f"{statistics.median(ms):.2f} ms (bounce's own run time on these traces: {detect_ms:.1f} ms; "
+              f"ratio {statistics.median(ms) / detect_ms:.2f})")
+        if kind == "evidence":
+            t0 = time.perf_counter()
+            problems = ctx.acceptance_problems(events["bounce"])
+            print(f"            acceptance checks (once per label): {1000 * (time.perf_counter() - t0):.0f} ms "
+                  f"({'; '.join(problems) or 'none'})")
     hash_ms = []
     for _ in range(5):
         t0 = time.perf_counter()
         events_hash(events["bounce"])
         hash_ms.append(1000 * (time.perf_counter() - t0))
-    detect_ms = 1000 * times["bounce"] * len(traces)
-    print(f"   score: median {statistics.median(ms):.2f} ms (bounce's own run time on these traces: "
-          f"{detect_ms:.1f} ms; ratio {statistics.median(ms) / detect_ms:.2f}); hashing the events in the "
-          f"parent instead of taking the sandbox's digest would add {statistics.median(hash_ms):.2f} ms")
+    print(f"   hashing the events in the parent instead of taking the sandbox's digest would add "
+          f"{statistics.median(hash_ms):.2f} ms")
 
     print(f"\n3. throughput: offline job, {args.samples} samples of bounce mutations, 2 workers")
     tmp = Path(tempfile.mkdtemp(prefix="bench-evolve-"))

@@ -8,11 +8,14 @@ README.md (atomically). Run it after editing a page.
 
 from __future__ import annotations
 
-import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs"]
+sys.path.insert(0, str(ROOT))
+
+from simpatterns.files import atomic_write  # noqa: E402
+ORDER = ["architecture", "templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs", "mujoco"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 
@@ -27,12 +30,11 @@ def main() -> None:
         if page.exists():
             body = page.read_text().strip()
             # images in the pages are relative to docs/readme/
-            body = body.replace("](annotate_timeline.png", "](docs/readme/annotate_timeline.png")
+            for image in sorted(p.name for p in (ROOT / "docs" / "readme").glob("*.png")):
+                body = body.replace(f"]({image}", f"](docs/readme/{image}")
             parts.append(body)
     new = head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
-    tmp = readme.with_name(".README.md.tmp")
-    tmp.write_text(new)
-    os.replace(tmp, readme)
+    atomic_write(readme, new)
     print(f"README.md: {len(parts)} sections")
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from simpatterns.files import atomic_write_json
 from simpatterns.simulators.phyre import TEMPLATES
 from simpatterns.simulators.phyre.variants import (
     BUILD_SEED,
@@ -25,7 +26,6 @@ from simpatterns.simulators.phyre.variants import (
     SEARCH_ACTIONS,
     TARGET_VARIANTS,
     build_template,
-    write_json_atomic,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,6 @@ def main() -> int:
     args = ap.parse_args()
 
     ids = list(TEMPLATES) if args.templates == "all" else [f"{int(t):05d}" for t in args.templates.split(",")]
-    args.checkpoints.mkdir(parents=True, exist_ok=True)
     for tid in ids:
         ckpt = args.checkpoints / f"{tid}.json"
         if ckpt.exists() and not args.force:
@@ -67,7 +66,7 @@ def main() -> int:
                                 strategy=args.strategy)
         result["seed"] = args.seed
         result["seconds"] = round(time.time() - t0, 1)
-        write_json_atomic(ckpt, result)
+        atomic_write_json(ckpt, result)
         print(f"{tid}: {len(result['rows'])} variants in {result['seconds']} s; {result['stats']}", flush=True)
 
     if not args.no_merge:
@@ -78,9 +77,8 @@ def main() -> int:
             merged[res["template"]] = res["rows"]
             build[res["template"]] = {k: res.get(k, "random") if k == "strategy" else res[k]
                                       for k in ("stats", "candidates_total", "seconds", "seed", "strategy")}
-        DATA.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(DATA, merged)
-        write_json_atomic(DATA.with_name("variants_build.json"), {
+        atomic_write_json(DATA, merged)
+        atomic_write_json(DATA.with_name("variants_build.json"), {
             "rule": {
                 "estimate_actions": ESTIMATE_ACTIONS, "max_solve_rate": MAX_SOLVE_RATE,
                 "search_actions": SEARCH_ACTIONS, "target": args.target,

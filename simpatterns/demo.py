@@ -14,9 +14,7 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from simpatterns.files import atomic_open, atomic_write
+from simpatterns.parallel import make_executor
 
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
@@ -42,18 +43,12 @@ DEMO_TEMPLATES = ("00000", "00002", "00007", "00012")
 ANNEAL_GOAL = 2  # the second bucket
 
 
-def _write(path: Path, text: str) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
-
-
-def _trial(arm: str, seed: int, budget: int) -> dict[str, Any]:
-    """One annealing trial on the bucket scene (run in a worker process)."""
+def _trial(job: tuple[str, int, int]) -> dict[str, Any]:
+    """One annealing trial ``(arm, seed, budget)`` on the bucket scene (run in a worker process)."""
     from simpatterns.envs.scenes import bucket_goal, bucket_program_text, three_buckets
     from simpatterns.optimize import Objective, anneal
 
+    arm, seed, budget = job
     goal = bucket_goal(ANNEAL_GOAL)
     if arm == "dense":
         obj = Objective(three_buckets(), program=bucket_program_text(ANNEAL_GOAL), goal=goal, stop_when_settled=True)
@@ -82,9 +77,8 @@ def _curve_plot(curves: dict[str, np.ndarray], budget: int, path: Path) -> None:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp)
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
 
 
 def demo(
@@ -98,8 +92,7 @@ def demo(
     from simpatterns.annotate.annotator import annotate, annotate_many
     from simpatterns.annotate.plots import captioned_gif, timeline_plot
     from simpatterns.annotate.text import annotation_text
-    from simpatterns.dsl import RewardProgram
-    from simpatterns.envs.reward import builtin_library
+    from simpatterns.dsl import RewardProgram, builtin_library
     from simpatterns.envs.scenes import (
         bucket_goal,
         bucket_goal_text,
@@ -113,7 +106,12 @@ def demo(
 
     console = Console()
     t_start = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {escape(str(out))}: cannot create the report folder "
+                      f"({escape(exc.strerror or str(exc))})", soft_wrap=True)  # a long path is not folded
+        raise typer.Exit(2)
     data_dir = out / "dataset"
     summary: dict[str, Any] = {"seed": seed}
 
@@ -152,14 +150,14 @@ def demo(
     shown = next(k for k, r in enumerate(rows) if r["kind"] == "solution")
     trace = Trace.load(paths[shown])
     text = annotation_text(trace, annotations[shown], budget_chars=3000)
-    _write(out / "annotation.txt", text + "\n")
+    atomic_write(out / "annotation.txt", text + "\n")
     lines = text.splitlines()
     console.print(escape("\n".join(lines[:28] + ([f"... ({len(lines) - 28} more lines in annotation.txt)"]
                                                   if len(lines) > 28 else []))))
 
     # 4. reward program -----------------------------------------------------------------
     step("4. evaluate a reward program on the template 00000 rollouts")
-    _write(out / "goal.rwd", DEMO_PROGRAM)
+    atomic_write(out / "goal.rwd", DEMO_PROGRAM)
     program = RewardProgram.from_text(DEMO_PROGRAM, library)
     console.print(f"goal: {DEMO_GOAL}\n" + escape(DEMO_PROGRAM.split("\n", 1)[1]))
     table = Table(title="reward program on the dataset")
@@ -183,7 +181,7 @@ def demo(
     scene = three_buckets()
     goal = bucket_goal(ANNEAL_GOAL)
     bucket_text = bucket_program_text(ANNEAL_GOAL)
-    _write(out / "bucket_goal.rwd", bucket_text)
+    atomic_write(out / "bucket_goal.rwd", bucket_text)
     dense = Objective(scene, program=bucket_text, goal=goal, stop_when_settled=True)
     sparse = Objective(scene, reward="goal", goal=goal, stop_when_settled=True)
     best = anneal(dense, budget, seed=seed)
@@ -197,7 +195,7 @@ def demo(
     console.print(f"sparse 0/1 reward, same seed: {'success' if base.best_goal_success else 'failure'} "
                   f"after {base.samples} samples")
     best_ann = annotate(best.best_trace, library)
-    explain = dense.program_reward.program.evaluate(best_ann, best.best_trace, explain=True)
+    explain = dense.reward_program.evaluate(best_ann, best.best_trace, explain=True)
     console.print(escape(explain.explain_text()))
     summary["anneal"] = {"goal": bucket_goal_text(ANNEAL_GOAL), "budget": budget, "seed": seed,
                          "best_action": best.best_action, "best_score": best.best_score,
@@ -206,14 +204,9 @@ def demo(
                          "sparse_success": base.best_goal_success, "sparse_samples": base.samples}
     comparison: list[dict[str, Any]] = []
     if trials > 0:
-        args = [(arm, seed + 1 + k, budget) for arm in ("dense", "sparse") for k in range(trials)]
-        if workers > 1:
-            from simpatterns.optimize.objective import pool_context
-
-            with ProcessPoolExecutor(workers, mp_context=pool_context()) as pool:
-                comparison = list(pool.map(_trial, *zip(*args)))
-        else:
-            comparison = [_trial(*a) for a in args]
+        jobs = [(arm, seed + 1 + k, budget) for arm in ("dense", "sparse") for k in range(trials)]
+        with make_executor(workers) as executor:
+            comparison = executor.map(_trial, jobs, chunksize=1)
         rate = {arm: sum(c["success"] for c in comparison if c["arm"] == arm) for arm in ("dense", "sparse")}
         console.print(f"{trials} more seeds at budget {budget}: dense program {rate['dense']}/{trials} successes, "
                       f"sparse reward {rate['sparse']}/{trials} (benchmarks/anneal_dense_vs_sparse.py runs the "
@@ -230,7 +223,7 @@ def demo(
     best_ann.save(out / "best_rollout.jsonl")
     seconds = time.perf_counter() - t_start
     summary["seconds"] = round(seconds, 1)
-    _write(out / "summary.json", json.dumps(summary, indent=1))
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     md = [
         "# simpatterns demo report",
         "",
@@ -300,7 +293,7 @@ def demo(
                f"**{s['dense_successes']}/{trials}**, sparse reward **{s['sparse_successes']}/{trials}**. "
                "`benchmarks/anneal_dense_vs_sparse.py` runs the full experiment "
                "(docs/anneal_dense_vs_sparse.md).", ""]
-    _write(out / "README.md", "\n".join(md))
+    atomic_write(out / "README.md", "\n".join(md))
     console.print(f"report -> {escape(str(out / 'README.md'))} ({seconds:.1f} s)")
 
 

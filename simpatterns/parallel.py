@@ -30,6 +30,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -69,7 +70,14 @@ class Executor(ABC):
     def __enter__(self) -> "Executor":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # Ctrl-C or a failure: stop the work in flight instead of waiting for it
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop now: cancel pending work and stop the workers (results in flight are lost)."""
         self.close()
 
 
@@ -101,18 +109,39 @@ _WORKER_STATE: Any = None
 _WORKER_HAS_STATE = False
 
 
+class WorkerStopped(Exception):
+    """Raised inside a worker when the parent stops the work (SIGTERM), so the item in
+    progress unwinds: its ``finally`` blocks run and no temporary file is left behind."""
+
+
+_STOPPING = False
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _STOPPING
+    _STOPPING = True
+    raise WorkerStopped("stopped by the parent")
+
+
 def _worker_init(setup: WorkerSetup | None) -> None:
     global _WORKER_STATE, _WORKER_HAS_STATE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when work stops
+    signal.signal(signal.SIGTERM, _on_sigterm)
     if setup is not None:
         _WORKER_STATE = setup.build(*setup.args)
         _WORKER_HAS_STATE = True
 
 
 def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
-    if _WORKER_HAS_STATE:
-        return [(i, fn(_WORKER_STATE, item)) for i, item in chunk]
-    return [(i, fn(item)) for i, item in chunk]
+    out = []
+    try:
+        for i, item in chunk:
+            if _STOPPING:
+                raise WorkerStopped("stopped by the parent")
+            out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
+    except WorkerStopped:
+        os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
+    return out
 
 
 def start_method() -> str:
@@ -123,6 +152,9 @@ def start_method() -> str:
     if "fork" in methods and threading.active_count() == 1 and sys.platform != "darwin":
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
+
+
+STOP_GRACE_S = 0.5  # how long a stopped worker may take to unwind its item before SIGKILL
 
 
 def default_chunksize(n_items: int, workers: int) -> int:
@@ -169,18 +201,32 @@ class ProcessExecutor(Executor):
             # the work in flight
             for fut in pending:
                 fut.cancel()
-            self._kill()
+            self.stop()
             raise
 
-    def _kill(self) -> None:
+    def stop(self) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        processes = list(getattr(pool, "_processes", {}).values())  # no public way to kill workers
+        processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop workers
+        # SIGTERM first: the item in progress unwinds (temporary files removed); then SIGKILL
+        # whatever has not exited after a short grace (a long C call cannot be interrupted)
         for p in processes:
             try:
-                p.kill()
+                p.terminate()
             except (OSError, AttributeError):
+                pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for p in processes:
+            try:
+                p.join(timeout=max(0.0, deadline - time.monotonic()))
+            except (OSError, AssertionError):
+                pass
+        for p in processes:
+            try:
+                if p.is_alive():
+                    p.kill()
+            except (OSError, AttributeError, AssertionError):
                 pass
         pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:

@@ -21,7 +21,7 @@ def test_demo_writes_a_consistent_report(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
 
     # the dataset: every indexed trace is there with its annotation
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
     index = [json.loads(line) for line in (out / "dataset" / "index.jsonl").read_text().splitlines()]
@@ -55,3 +55,10 @@ def test_demo_writes_a_consistent_report(tmp_path):
     assert (out / "annotation.txt").read_text().strip() in text
     assert "best_rollout.gif" in text and "Simulated annealing" in text
     assert Trace.load(out / "best_rollout.npz").meta["action"] == a["best_action"]
+
+
+def test_demo_names_a_report_folder_it_cannot_create(tmp_path):
+    (tmp_path / "taken").write_text("")
+    res = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "taken" / "report")])
+    assert res.exit_code == 2
+    assert "error:" in res.output and "taken" in res.output and "cannot create the report folder" in res.output

@@ -1,6 +1,12 @@
-"""Running pattern libraries over traces; distances; text and pictures for people and LLMs."""
+"""Running pattern libraries over traces; distances; text and pictures for people and LLMs.
 
-from simpatterns.annotate.annotation import Annotation, AnnotationFormatError, PatternEvent
-from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
+`Annotation`, `PatternEvent` and `AnnotationFormatError` live in `simpatterns.annotation`
+(the contract every layer shares) and are re-exported here for convenience.
+"""
 
-__all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "annotate", "annotate_many", "run_detector"]
+from simpatterns.annotate.annotator import annotate, annotate_iter, annotate_many, run_detector
+from simpatterns.annotate.sandboxed import SandboxPolicy
+from simpatterns.annotation import Annotation, AnnotationFormatError, PatternEvent
+
+__all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "SandboxPolicy", "annotate", "annotate_iter",
+           "annotate_many", "run_detector"]

@@ -1,46 +1,58 @@
-"""Run a `PatternLibrary` over traces: one trace in-process, many in a process pool.
+"""Run a `PatternLibrary` over traces: the one annotation runner.
 
-Patterns run in the library's dependency order. Each detector receives only
-the events of the labels it declares in ``DEPENDS`` (as fresh lists, so one
-detector cannot corrupt what another reads), and detectors see the trace
-through read-only views of its arrays. A detector that raises, or returns something
-`validate_events` rejects, becomes an entry of ``Annotation.errors`` naming
-the pattern and the trace; patterns that depend on it are skipped with an
-error saying so. The batch never crashes because of a detector.
+Patterns run in the library's dependency order, in phases that alternate
+between trusted and untrusted detectors (`simpatterns.annotate.phases`; a
+library of trusted detectors is a single phase). Trusted (hand-written,
+built-in) detectors run in-process; untrusted (LLM-written,
+``PatternLibrary.untrusted_labels``) ones only in the sandbox, from this
+process (`simpatterns.annotate.sandboxed`), after the sandbox's AST gate has
+looked at every one of them (`simpatterns.sandbox.gate.check_untrusted`: a
+rejection raises `LibraryError` before anything runs).
 
-Per-pattern wall time (seconds, including validation) lands in
+Each detector receives only the events of the labels it declares in
+``DEPENDS`` (as fresh lists, so one detector cannot corrupt what another
+reads), and in-process detectors see the trace through read-only views of
+its arrays. A detector that raises, returns something `validate_events`
+rejects, or is rejected by the sandbox becomes an entry of
+``Annotation.errors`` naming the pattern and the trace; patterns that depend
+on it are skipped with an error saying so. The batch never crashes because
+of a detector. Per-pattern wall time (seconds, including validation; for
+sandboxed detectors the time ``detect`` took in the sandbox child) lands in
 ``Annotation.timings``; the evolver's time penalty reads it.
 
-Untrusted (LLM-written) detectors never run here: a library holding any
-(``PatternLibrary.untrusted_labels``) is annotated by
-`simpatterns.annotate.sandboxed`, which runs them in the evolver's sandbox
-and the trusted ones in-process, with the same errors and timings.
+Many traces (`annotate_iter`, `annotate_many`): trusted phases map over
+`simpatterns.parallel` (the library travels once per worker as its spec);
+with untrusted detectors the traces go in batches (`SandboxPolicy.batch_traces`),
+each batch through every phase, one sandbox job per pattern and batch.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotate.phases import (
+    TRACE_ERROR_KEY,
+    Phase,
+    TraceState,
+    guarded_view,
+    needed_labels,
+    plan_phases,
+    unreadable,
+)
+from simpatterns.annotate.sandboxed import DEFAULT_POLICY, SandboxPolicy, run_untrusted_phase
+from simpatterns.annotation import Annotation, EventList
 from simpatterns.detectors.contract import Detector, DetectorError, validate_events
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.trace import _ARRAY_FIELDS, Trace, TraceFormatError
+from simpatterns.parallel import Executor, ProgressBar, WorkerSetup, make_executor
+from simpatterns.sandbox.gate import check_untrusted
+from simpatterns.trace import Trace, TraceFormatError
 
-if TYPE_CHECKING:
-    from simpatterns.annotate.sandboxed import SandboxPolicy
-
-# Key of ``Annotation.errors`` for a trace that could not be read (``on_error="record"``);
-# never a pattern label, since labels are non-empty.
-TRACE_ERROR_KEY = ""
-
-EventList = list[tuple[int, dict[str, Any]]]
+__all__ = ["TRACE_ERROR_KEY", "SandboxPolicy", "annotate", "annotate_iter", "annotate_many", "guarded_view",
+           "run_detector", "trace_files"]
 
 
 def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence[tuple[int, dict]]]) -> EventList:
@@ -64,7 +76,7 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
         raise DetectorError(
             f"detect raised {type(exc).__name__}: {exc}{_where_in(detector, exc)}", detector.pattern
         ) from exc
-    out = validate_events(raw, detector.pattern, trace.num_frames)
+    out = validate_events(raw, detector.pattern, trace.num_frames, interval=detector.duration == "interval")
     out.sort(key=lambda e: e[0])
     return out
 
@@ -74,101 +86,160 @@ def _where_in(detector: Detector, exc: BaseException) -> str:
     return f" (at {detector.filename}:{lines[-1]})" if lines else ""
 
 
-def _guarded(trace: Trace) -> Trace:
-    """A shallow copy whose arrays are read-only views (no data copied): detectors
-    cannot change what later detectors read, and the caller's trace is untouched."""
-    views = {}
-    for name in _ARRAY_FIELDS:
-        v = getattr(trace, name).view()
-        v.flags.writeable = False
-        views[name] = v
-    return replace(trace, events=list(trace.events), meta=dict(trace.meta), **views)
-
-
-def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
-             sandbox: SandboxPolicy | None = None) -> Annotation:
-    """Annotate one trace with every pattern of ``library`` (dependency order).
-    Untrusted detectors run in the sandbox, under ``sandbox`` (default `SandboxPolicy()`)."""
-    if library.untrusted_labels():
-        from simpatterns.annotate.sandboxed import annotate_items
-
-        return annotate_items([trace], [trace_id], library, policy=sandbox)[0]
-    labels = library.order()
-    events: dict[str, EventList] = {}
-    timings: dict[str, float] = {}
-    errors: dict[str, str] = {}
-    guarded = _guarded(trace)
-    for label in labels:
-        det = library.get(label)
-        failed = [d for d in det.depends if d in errors]
-        if failed:
-            errors[label] = (
-                f"pattern {label!r} on trace {trace_id or _default_id(trace)!r}: skipped because its dependency "
-                f"{', '.join(repr(d) for d in failed)} failed"
-            )
-            timings[label] = 0.0
-            continue
-        t0 = time.perf_counter()
-        try:
-            events[label] = run_detector(det, guarded, events)
-        except DetectorError as exc:
-            errors[label] = f"pattern {label!r} on trace {trace_id or _default_id(trace)!r}: {_strip_where(exc)}"
-        timings[label] = time.perf_counter() - t0
-    flat = [PatternEvent(label, f, p) for label in labels for f, p in events.get(label, [])]
-    return Annotation(
-        events=flat,
-        num_frames=trace.num_frames,
-        patterns=labels,
-        dt=trace.dt,
-        trace_id=trace_id,
-        timings=timings,
-        errors=errors,
-    )
-
-
 def _strip_where(exc: DetectorError) -> str:
     text = str(exc)
     prefix = f"{exc.where}: "
     return text[len(prefix):] if text.startswith(prefix) else text
 
 
-def _default_id(trace: Trace) -> str:
-    meta = trace.meta
-    parts = []
-    if meta.get("template"):
-        parts.append(f"template {meta['template']}")
-    if meta.get("variant") is not None:
-        parts.append(f"variant {meta['variant']}")
-    if meta.get("action") is not None:
-        parts.append("action (" + ", ".join(f"{v:.3f}" for v in meta["action"]) + ")")
-    return ", ".join(parts) or "<trace>"
+def run_trusted_phase(state: TraceState, library: PatternLibrary, labels: list[str]) -> None:
+    """Run trusted ``labels`` in-process on one trace, in order, adding to ``state``."""
+    trace, events, timings = state.guarded, state.events, state.timings  # per label below: kept lean
+    for label in labels:
+        det = library.get(label)
+        failed = state.failed_dependencies(det.depends) if state.errors else None
+        if failed:
+            state.skip(label, failed)
+            continue
+        t0 = time.perf_counter()
+        try:
+            events[label] = run_detector(det, trace, events)
+        except DetectorError as exc:
+            state.fail(label, _strip_where(exc), time.perf_counter() - t0)
+        else:
+            timings[label] = time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------- one trace
+def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
+             sandbox: SandboxPolicy | None = None) -> Annotation:
+    """Annotate one trace with every pattern of ``library`` (dependency order).
+    Untrusted detectors run in the sandbox, under ``sandbox`` (default `SandboxPolicy()`)."""
+    check_untrusted(library)
+    labels = library.order()
+    state = TraceState(trace, trace_id)
+    for trusted, phase_labels in plan_phases(library):
+        if trusted:
+            run_trusted_phase(state, library, phase_labels)
+        else:
+            run_untrusted_phase([state], library, phase_labels, sandbox or DEFAULT_POLICY)
+    return state.annotation(labels)
 
 
 # ----------------------------------------------------------------- many traces
-_WORKER_LIBRARY: PatternLibrary | None = None
+def _library_setup(library: PatternLibrary, workers: int) -> WorkerSetup:
+    """The library in every worker: itself in this process, else rebuilt once per worker
+    from its spec (records and sources; detectors hold functions, which do not pickle)."""
+    if workers <= 1:
+        return WorkerSetup(_same, (library,))
+    return WorkerSetup(PatternLibrary.from_spec, (library.to_spec(),))
 
 
-def _worker_init(spec: list[tuple[dict[str, Any], str]]) -> None:
-    global _WORKER_LIBRARY
-    _WORKER_LIBRARY = PatternLibrary.from_spec(spec)
+def _same(library: PatternLibrary) -> PatternLibrary:
+    return library
 
 
-def _annotate_item(item: Trace | str, trace_id: str, library: PatternLibrary, on_error: str) -> Annotation:
-    if isinstance(item, Trace):
-        return annotate(item, library, trace_id=trace_id)
+def _load(item: Trace | str) -> Trace:
+    return item if isinstance(item, Trace) else Trace.load(item)
+
+
+def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str]) -> Annotation:
+    """A whole trace through a trusted-only library (in a worker, or in this process)."""
+    item, trace_id, on_error = job
     try:
-        trace = Trace.load(item)
+        trace = _load(item)
     except TraceFormatError as exc:
         if on_error == "raise":
             raise
-        return Annotation(events=[], num_frames=0, patterns=library.order(), trace_id=trace_id,
-                          errors={TRACE_ERROR_KEY: str(exc)})
-    return annotate(trace, library, trace_id=trace_id)
+        return unreadable(trace_id, library.order(), exc)
+    state = TraceState(trace, trace_id)
+    run_trusted_phase(state, library, library.order())
+    return state.annotation(library.order())
 
 
-def _worker_run(index: int, item: Trace | str, trace_id: str, on_error: str) -> tuple[int, Annotation]:
-    assert _WORKER_LIBRARY is not None
-    return index, _annotate_item(item, trace_id, _WORKER_LIBRARY, on_error)
+def _trusted_phase_item(library: PatternLibrary, job: tuple[Any, ...]) -> tuple[dict, dict, dict]:
+    """One trusted phase on one trace of a batch, in a worker, given what earlier phases
+    produced; returns what it added. A path is read again here (it was read fine in the
+    parent): smaller to send than the trace."""
+    item, trace_id, labels, events, errors = job
+    state = TraceState(_load(item), trace_id, dict(events), {}, dict(errors))
+    run_trusted_phase(state, library, labels)
+    return state.result(labels)
+
+
+def annotate_iter(
+    traces_or_paths: Iterable[Trace | str | os.PathLike],
+    library: PatternLibrary,
+    workers: int = 1,
+    *,
+    trace_ids: Sequence[str] | None = None,
+    on_error: str = "raise",
+    sandbox: SandboxPolicy | None = None,
+) -> Iterator[tuple[int, Annotation]]:
+    """Annotate many traces (objects or ``.npz`` paths), yielding ``(index, annotation)``
+    as each trace is done (with ``workers > 1`` not necessarily in input order).
+
+    Arguments as `annotate_many`. The arguments are checked, and the AST gate has
+    looked at every untrusted detector, when this is called (a rejection raises
+    `LibraryError` before anything runs). Stopping the iteration (or Ctrl-C) stops
+    the workers; the annotations already yielded are complete.
+    """
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
+    items: list[Trace | str] = [t if isinstance(t, Trace) else str(t) for t in traces_or_paths]
+    if trace_ids is not None and len(trace_ids) != len(items):
+        raise ValueError(f"trace_ids has {len(trace_ids)} entries for {len(items)} traces")
+    ids = list(trace_ids) if trace_ids is not None else [
+        it if isinstance(it, str) else str(it.meta.get("trace_id") or f"#{i}") for i, it in enumerate(items)
+    ]
+    check_untrusted(library)
+    return _run(items, ids, library, max(1, min(workers, len(items))), on_error, sandbox or DEFAULT_POLICY)
+
+
+def _run(items: list[Trace | str], ids: list[str], library: PatternLibrary, workers: int, on_error: str,
+         policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
+    phases = plan_phases(library)
+    with make_executor(workers, _library_setup(library, workers)) as executor:
+        if len(phases) == 1 and phases[0][0]:  # trusted only: each trace is one job
+            yield from executor.imap(_annotate_item, [(it, ids[i], on_error) for i, it in enumerate(items)])
+        else:
+            yield from _batched(items, ids, library, phases, executor, on_error, policy)
+
+
+def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, phases: list[Phase],
+             executor: Executor, on_error: str, policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
+    """Batches of traces through every phase: trusted ones over the executor, untrusted
+    ones in the sandbox from this process; a batch's annotations in input order."""
+    labels = library.order()
+    size = max(1, policy.batch_traces)
+    for start in range(0, len(items), size):
+        batch = range(start, min(len(items), start + size))
+        states: dict[int, TraceState] = {}
+        done: dict[int, Annotation] = {}
+        for i in batch:
+            try:
+                states[i] = TraceState(_load(items[i]), ids[i])
+            except TraceFormatError as exc:
+                if on_error == "raise":
+                    raise
+                done[i] = unreadable(ids[i], labels, exc)
+        index = list(states)
+        for trusted, phase_labels in phases:
+            if not index:
+                break
+            if not trusted:
+                run_untrusted_phase([states[i] for i in index], library, phase_labels, policy)
+                continue
+            if executor.workers <= 1 or len(index) == 1:  # here, on the traces already loaded
+                for i in index:
+                    run_trusted_phase(states[i], library, phase_labels)
+                continue
+            needed = needed_labels(library, phase_labels)
+            jobs = [(items[i], ids[i], phase_labels, *states[i].given(needed)) for i in index]
+            for k, added in executor.imap(_trusted_phase_item, jobs):
+                states[index[k]].merge(*added)
+        for i in batch:
+            yield i, done[i] if i in done else states[i].annotation(labels)
 
 
 def annotate_many(
@@ -183,72 +254,23 @@ def annotate_many(
 ) -> list[Annotation]:
     """Annotate many traces (objects or ``.npz`` paths); results in input order.
 
-    ``workers > 1`` uses a process pool (forkserver context); the library travels
-    as manifest records plus sources and is rebuilt once per worker. Trace ids
-    default to the file path for paths and ``#i`` for trace objects.
+    ``workers > 1`` maps the work over a process pool (`simpatterns.parallel`); the
+    library travels as manifest records plus sources and is rebuilt once per worker.
+    Trace ids default to the file path for paths and ``#i`` for trace objects.
     ``on_error="record"`` turns an unreadable trace file into an empty annotation
     whose ``errors[TRACE_ERROR_KEY]`` says why, instead of raising `TraceFormatError`.
     Untrusted detectors run in one sandbox from this process (pool workers run only
     trusted ones), one job per pattern and batch of traces, under ``sandbox``.
+    `annotate_iter` yields each annotation as it is done instead.
     """
-    if on_error not in ("raise", "record"):
-        raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
-    items: list[Trace | str] = [t if isinstance(t, Trace) else str(t) for t in traces_or_paths]
-    if trace_ids is not None and len(trace_ids) != len(items):
-        raise ValueError(f"trace_ids has {len(trace_ids)} entries for {len(items)} traces")
-    ids = list(trace_ids) if trace_ids is not None else [
-        it if isinstance(it, str) else str(it.meta.get("trace_id") or f"#{i}") for i, it in enumerate(items)
-    ]
-    results: list[Annotation | None] = [None] * len(items)
-    bar = _Progress(len(items)) if progress else None
-    try:
-        if library.untrusted_labels():
-            from simpatterns.annotate.sandboxed import annotate_items
-
-            return annotate_items(items, ids, library, workers=workers, on_error=on_error,
-                                  advance=bar.advance if bar else None, policy=sandbox)
-        if workers <= 1 or len(items) <= 1:
-            for i, item in enumerate(items):
-                results[i] = _annotate_item(item, ids[i], library, on_error)
-                if bar:
-                    bar.advance()
-        else:
-            ctx = multiprocessing.get_context(_pool_context())
-            with ProcessPoolExecutor(
-                max_workers=min(workers, len(items)), mp_context=ctx,
-                initializer=_worker_init, initargs=(library.to_spec(),),
-            ) as pool:
-                futures = [pool.submit(_worker_run, i, item, ids[i], on_error) for i, item in enumerate(items)]
-                for fut in as_completed(futures):
-                    i, ann = fut.result()
-                    results[i] = ann
-                    if bar:
-                        bar.advance()
-    finally:
-        if bar:
-            bar.close()
-    return [r for r in results if r is not None]
-
-
-def _pool_context() -> str:
-    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-
-
-class _Progress:
-    def __init__(self, total: int):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._p = Progress(
-            TextColumn("annotating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
-        )
-        self._p.start()
-        self._task = self._p.add_task("annotate", total=total)
-
-    def advance(self) -> None:
-        self._p.advance(self._task)
-
-    def close(self) -> None:
-        self._p.stop()
+    items = list(traces_or_paths)
+    out: list[Annotation | None] = [None] * len(items)
+    with ProgressBar("annotating", len(items), enabled=progress) as bar:
+        for i, ann in annotate_iter(items, library, workers, trace_ids=trace_ids, on_error=on_error,
+                                    sandbox=sandbox):
+            out[i] = ann
+            bar.advance()
+    return [a for a in out if a is not None]
 
 
 def trace_files(path: str | os.PathLike) -> list[Path]:

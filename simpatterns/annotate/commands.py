@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +16,7 @@ console = Console()
 
 def annotate_cmd(
     source: Path = typer.Argument(..., help="a trace (.npz) or a directory of traces (searched recursively)"),
-    library: str = typer.Option("builtin", "--library", "-l", help="'builtin' or a library directory"),
+    library: str = typer.Option("builtin", "--library", "-l", help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default: beside each trace)"),
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
@@ -31,9 +30,10 @@ def annotate_cmd(
     sandbox_timeout: float = typer.Option(
         10.0, "--sandbox-timeout", min=0.1, help="seconds per trace an untrusted detector may run in the sandbox"),
 ) -> None:
-    """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace."""
-    from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate_many, trace_files
-    from simpatterns.annotate.sandboxed import SandboxPolicy
+    """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
+    from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
+    from simpatterns.detectors.library import LibraryError
+    from simpatterns.parallel import ProgressBar
 
     try:
         files = trace_files(source)
@@ -51,41 +51,74 @@ def annotate_cmd(
     elif trust_evolved and any(e.provenance == "evolved" for e in lib.entries()):
         console.print("[yellow]warning:[/yellow] --trust-evolved: LLM-written detectors run in this process")
     root = source if source.is_dir() else source.parent
-    anns = annotate_many(files, lib, workers=workers, progress=len(files) > 1, on_error="record",
-                         sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
+    try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
+        done = annotate_iter(files, lib, workers=workers, on_error="record",
+                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
+    except LibraryError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2)
+    rows: dict[int, tuple[str, ...]] = {}
+    n_bad = n_failed = 0
+    with ProgressBar("annotating", len(files), enabled=len(files) > 1) as bar:
+
+        def say(what: str, message: str) -> None:  # above the bar while it runs
+            if bar.enabled:
+                bar.log(f"{what} {message}")
+            else:
+                console.print(f"[yellow]{what}[/yellow] {escape(message)}")
+
+        for i, ann in done:  # written as each trace is done, so an interrupted run keeps them
+            bar.advance()
+            file = files[i]
+            dest_dir = (out / file.parent.relative_to(root)) if out else file.parent
+            stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
+            if TRACE_ERROR_KEY in ann.errors:
+                n_bad += 1
+                say("unreadable", ann.errors[TRACE_ERROR_KEY])
+                continue
+            try:
+                dest_dir.mkdir(parents=True, exist_ok=True)
+                ann.save(dest_dir / f"{stem}.annotation.jsonl")
+            except OSError as exc:
+                _write_failed(dest_dir, exc)
+            fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
+            rows[i] = (escape(str(file)), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
+                       f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
+            n_failed += bool(ann.errors)
+            for msg in ann.errors.values():
+                say("detector error", msg)
+            if text or plot or gif:
+                try:
+                    _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+                except OSError as exc:
+                    _write_failed(dest_dir, exc)
     table = Table(title=f"{len(files)} trace(s), {len(lib)} patterns")
     for col in ("trace", "frames", "events", "patterns fired", "ms", "errors"):
         table.add_column(col)
-    n_bad = 0
-    for file, ann in zip(files, anns):
-        dest_dir = (out / file.parent.relative_to(root)) if out else file.parent
-        stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
-        if TRACE_ERROR_KEY in ann.errors:
-            n_bad += 1
-            console.print(f"[red]unreadable[/red] {escape(ann.errors[TRACE_ERROR_KEY])}")
-            continue
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        ann.save(dest_dir / f"{stem}.annotation.jsonl")
-        fired = sum(1 for p in ann.patterns if ann.by_pattern(p))
-        table.add_row(escape(str(file)), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
-                      f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
-        for msg in ann.errors.values():
-            console.print(f"[yellow]detector error[/yellow] {escape(msg)}")
-        if text or plot or gif:
-            _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+    for i in sorted(rows):
+        table.add_row(*rows[i])
     console.print(table)
     where = out if out else "beside the traces"
     console.print(f"annotations -> {where}")
-    if n_bad or any(a.errors for a in anns):
+    if n_bad or n_failed:
         raise typer.Exit(1)
 
 
+def _write_failed(dest_dir: Path, exc: OSError) -> None:
+    """Exit 2 with one line; a `WriteError` already names the file, others get the folder."""
+    from simpatterns.files import WriteError
+
+    message = str(exc) if isinstance(exc, WriteError) else f"{dest_dir}: cannot write ({exc.strerror or exc})"
+    console.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(2)
+
+
 def _open_library(spec: str, trust_evolved: bool):
-    """``builtin`` or a library path -> `PatternLibrary`; exits 2 with the error."""
+    """``builtin``, ``builtin:3d`` or a library path -> `PatternLibrary`; exits 2 with the error."""
     from simpatterns.detectors.commands import open_library
     from simpatterns.detectors.library import LibraryError, PatternLibrary
 
-    if spec == "builtin":
+    if spec == "builtin" or spec.startswith("builtin:"):
         return open_library(spec)
     try:
         return PatternLibrary.load(spec, trust_evolved=trust_evolved)
@@ -98,15 +131,13 @@ def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, 
             budget: int, single: bool) -> None:
     from simpatterns.annotate.plots import captioned_gif, timeline_plot
     from simpatterns.annotate.text import annotation_text
+    from simpatterns.files import atomic_write
     from simpatterns.trace import Trace
 
     trace = Trace.load(file)
     if text:
         body = annotation_text(trace, ann, budget_chars=budget)
-        target = dest_dir / f"{stem}.txt"
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_text(body + "\n")
-        os.replace(tmp, target)
+        atomic_write(dest_dir / f"{stem}.txt", body + "\n")
         if single:
             typer.echo(body)  # plain: rich would re-wrap the lines
     if plot:

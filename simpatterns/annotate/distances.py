@@ -41,12 +41,15 @@ from __future__ import annotations
 import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation, EventList
+from simpatterns.files import atomic_open
 from simpatterns.trace import Trace
 
 DEFAULT_BINS = 20
@@ -54,6 +57,7 @@ EPSILON = 0.01
 BLUR_KERNEL = (0.25, 0.5, 0.25)
 _CACHE_VERSION = "trace-distance-v1"
 _DIVERGENCES = ("cross-entropy", "jeffreys")
+_FRAME = itemgetter(0)
 
 
 # ---------------------------------------------------------------- trace distance
@@ -103,11 +107,8 @@ def trace_distance_matrix(
                 pass  # a damaged cache file is recomputed and replaced
     out = _trace_matrix(traces, block_bytes, threads or min(4, os.cpu_count() or 1))
     if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(f".{cache_path.name}.tmp{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with atomic_open(cache_path, "wb") as fh:
             np.save(fh, out)
-        os.replace(tmp, cache_path)
     return out
 
 
@@ -252,33 +253,62 @@ def smooth_histograms(counts: np.ndarray) -> np.ndarray:
     return (1.0 - EPSILON) * p + EPSILON / bins
 
 
-def _counts(annotations: Sequence[Annotation], patterns: Sequence[str], bins: int, horizons: np.ndarray) -> np.ndarray:
-    """``[N, L, B]`` counts of active frames (each frame once per pattern, as in the
-    binary ``[T, L]`` matrix); one pass over the events, then one bincount."""
-    col = {p: i for i, p in enumerate(patterns)}
-    n_pat = len(patterns)
-    ai, li, fi = [], [], []
-    for k, ann in enumerate(annotations):
-        for e in ann.events:
-            c = col.get(e.pattern)
-            if c is not None:
-                ai.append(k)
-                li.append(c)
-                fi.append(e.frame)
-    out = np.zeros((len(annotations), n_pat, bins))
-    if not ai:
-        return out
-    a = np.asarray(ai, dtype=np.int64)
-    l = np.asarray(li, dtype=np.int64)
-    f = np.asarray(fi, dtype=np.int64)
-    span = int(f.max()) + 1
-    key = np.unique((a * n_pat + l) * span + f)  # drop repeated (trace, pattern, frame)
-    f = key % span
-    al = key // span
-    h = np.maximum(horizons[al // n_pat], 1)
-    b = np.clip(f * bins // h, 0, bins - 1)
-    out += np.bincount(al * bins + b, minlength=out.size).reshape(out.shape)
-    return out
+def activation_histograms(
+    frames: Sequence[Sequence[int] | np.ndarray], horizon: int | Sequence[int] | np.ndarray, bins: int = DEFAULT_BINS
+) -> np.ndarray:
+    """``[N, B]``: per row of ``frames`` (one pattern on one trace), the smoothed, normalised
+    histogram of its active frames; the one implementation behind every histogram here and
+    behind the evolver's fitness.
+
+    Each frame counts once (as in the binary ``[T, L]`` matrix), falls in bin
+    ``min(frame * B // horizon, B - 1)`` and the counts go through `smooth_histograms`.
+    ``horizon`` (frames) is one number for all rows or one per row. Vectorised: one pass
+    over the frames, one ``np.unique`` and one ``bincount``.
+    """
+    lens = np.fromiter(map(len, frames), dtype=np.int64, count=len(frames))
+    flat = np.fromiter(chain.from_iterable(frames), dtype=np.int64, count=int(lens.sum()))
+    return _binned(lens, flat, horizon, bins)
+
+
+def event_histograms(events: Sequence[EventList], horizon: int | Sequence[int] | np.ndarray,
+                     bins: int = DEFAULT_BINS) -> np.ndarray:
+    """`activation_histograms` of event lists ``[(frame, params), ...]`` (one per row), read
+    as they are stored (`Annotation.events_of`, a detector's output): no frame lists built."""
+    lens = np.fromiter(map(len, events), dtype=np.int64, count=len(events))
+    flat = np.fromiter(map(_FRAME, chain.from_iterable(events)), dtype=np.int64, count=int(lens.sum()))
+    return _binned(lens, flat, horizon, bins)
+
+
+def _binned(lens: np.ndarray, flat: np.ndarray, horizon: int | Sequence[int] | np.ndarray, bins: int) -> np.ndarray:
+    """Smoothed histograms of rows given as their lengths and their concatenated frames."""
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    n = lens.size
+    counts = np.zeros((n, bins))
+    if flat.size:
+        rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+        span = int(flat.max()) + 1
+        key = rows * span + flat
+        if key.size > 1 and bool((key[1:] >= key[:-1]).all()):  # rows sorted by frame (events are): no sort
+            key = key[np.concatenate(([True], key[1:] != key[:-1]))]  # drop repeated (row, frame)
+        else:
+            key = np.unique(key)
+        r, f = key // span, key % span
+        if np.ndim(horizon) == 0:
+            h: int | np.ndarray = max(int(horizon), 1)  # type: ignore[arg-type]
+        else:
+            h = np.maximum(np.asarray(horizon, dtype=np.int64)[r], 1)
+        b = np.clip(f * bins // h, 0, bins - 1)
+        counts = np.bincount(r * bins + b, minlength=n * bins).reshape(n, bins).astype(np.float64)
+    return smooth_histograms(counts)
+
+
+def _pattern_events(annotations: Sequence[Annotation], patterns: Sequence[str]) -> list[EventList]:
+    """Row ``k * L + l``: the events of pattern ``l`` on annotation ``k``."""
+    return [a.pattern_events.get(p, _NONE) for a in annotations for p in patterns]
+
+
+_NONE: EventList = []
 
 
 def pattern_histograms(
@@ -288,22 +318,18 @@ def pattern_histograms(
 
     ``horizon`` (frames) spans the bins; default ``annotation.num_frames``.
     """
-    if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
     h = annotation.num_frames if horizon is None else int(horizon)
-    return smooth_histograms(_counts([annotation], patterns, bins, np.array([h])))[0]
+    return event_histograms(_pattern_events([annotation], patterns), h, bins)
 
 
 def histogram_stack(
     annotations: Sequence[Annotation], patterns: Sequence[str], bins: int = DEFAULT_BINS, horizon: int | None = None
 ) -> np.ndarray:
     """``[N, L, B]`` histograms on a shared horizon (default: the longest annotation)."""
-    if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
     if horizon is None:
         horizon = max((a.num_frames for a in annotations), default=1)
-    horizons = np.full(len(annotations), int(horizon), dtype=np.int64)
-    return smooth_histograms(_counts(annotations, patterns, bins, horizons))
+    hist = event_histograms(_pattern_events(annotations, patterns), int(horizon), bins)
+    return hist.reshape(len(annotations), len(patterns), bins)
 
 
 def histogram_cross_entropy(p: np.ndarray, q: np.ndarray) -> float:

@@ -16,13 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotate.phases import describe_trace
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.text import activation_span
+from simpatterns.files import atomic_open
 from simpatterns.trace import Trace, runs_of_true
-
-
-def _atomic_target(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
 
 
 def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace | None = None) -> Path:
@@ -72,24 +70,15 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
     title = annotation.trace_id or "annotation"
     if trace is not None:
         meta = trace.meta
-        bits = []
-        if meta.get("template"):
-            bits.append(f"template {meta['template']}")
-        if meta.get("variant") is not None:
-            bits.append(f"variant {meta['variant']}")
-        if meta.get("action") is not None:
-            bits.append("action (" + ", ".join(f"{v:.2f}" for v in meta["action"]) + ")")
-        if bits:
-            title = ", ".join(bits)
+        title = describe_trace(trace, decimals=2) or title
         solved = meta.get("solved_frame")
         if meta.get("success") and isinstance(solved, int):
             ax.axvline(solved * dt, color="green", linestyle="--", linewidth=1)
             title += f" - goal reached at {solved * dt:.2f} s"
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    tmp = _atomic_target(path)
-    fig.savefig(tmp, format="png")
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
     return path
 
 
@@ -127,6 +116,8 @@ def captioned_gif(
     at each shown frame (since the previous shown one) captioned under it."""
     from simpatterns.simulators.phyre.render import caption_strip, render_frames
 
+    if trace.dim == 3:  # MuJoCo traces: a side view drawn from the trace alone
+        from simpatterns.simulators.mujoco.sketch import render_frames
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     if fps <= 0:
@@ -141,8 +132,7 @@ def captioned_gif(
     for f, img, lines in zip(frames, render_frames(trace, frames, size), captions):
         stamp = f"t = {f * trace.dt:.2f} s"
         images.append(caption_strip(img, [stamp] + lines + [""] * (height - len(lines))))
-    tmp = _atomic_target(path)
-    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                   duration=int(round(1000.0 / fps)), loop=0)
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        images[0].save(fh, format="GIF", save_all=True, append_images=images[1:],
+                       duration=int(round(1000.0 / fps)), loop=0)
     return path

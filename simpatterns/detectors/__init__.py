@@ -1,6 +1,8 @@
 """The detector contract, the pattern library and the built-in guided library."""
 
 from simpatterns.detectors.contract import (
+    Candidate,
+    Declarations,
     Detector,
     DetectorError,
     load_detector,
@@ -10,6 +12,8 @@ from simpatterns.detectors.contract import (
 from simpatterns.detectors.library import LibraryError, PatternLibrary
 
 __all__ = [
+    "Candidate",
+    "Declarations",
     "Detector",
     "DetectorError",
     "LibraryError",

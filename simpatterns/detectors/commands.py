@@ -11,15 +11,16 @@ from rich.table import Table
 console = Console()
 library_app = typer.Typer(help="Inspect a pattern library (the built-in guided one by default).", no_args_is_help=True)
 
-LIBRARY_OPTION_HELP = "'builtin' or a library directory (with library.json)"
+LIBRARY_OPTION_HELP = "'builtin', 'builtin:3d' or a library directory (with library.json)"
 
 
 def open_library(spec: str):
-    """``builtin`` or a directory/manifest path -> `PatternLibrary`; exits with a clear error."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    """``builtin`` (PHYRE's), ``builtin:3d`` or a directory/manifest path -> `PatternLibrary`;
+    exits with a clear error."""
+    from simpatterns.detectors.library import LibraryError, resolve_library
 
     try:
-        return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
+        return resolve_library(spec)
     except LibraryError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)
@@ -46,7 +47,7 @@ def show_cmd(
     library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_OPTION_HELP),
     source: bool = typer.Option(True, "--source/--no-source", help="print the detector's code"),
 ) -> None:
-    """One pattern: description, dependencies, dependents, params, provenance and code."""
+    """One pattern: description, dependencies, dependents, params and declarations, provenance and code."""
     lib = open_library(library)
     if name not in lib:
         console.print(f"[red]error:[/red] {escape(f'no pattern {name!r}; patterns are: ' + ', '.join(lib.labels))}")
@@ -58,6 +59,11 @@ def show_cmd(
     console.print(f"depends on: {', '.join(entry.depends) or '-'}")
     console.print(f"used by:    {', '.join(lib.dependents(entry.label, transitive=False)) or '-'}")
     console.print(f"params:     {', '.join(entry.params) or '-'}")
+    console.print(f"bodies:     {', '.join(entry.body_params) or '-'}  (params naming bodies)")
+    console.print(f"pair:       {'directed (object_a is the subject)' if entry.directed else 'unordered'}"
+                  if {"object_a", "object_b"} <= set(entry.params) else "pair:       -")
+    console.print("events:     " + ("intervals (each lasts 'frames' frames)" if entry.duration == "interval"
+                                   else "instants"))
     console.print(f"file:       {entry.file}  (source hash {entry.source_hash})")
     if source:
         console.print(Syntax(lib.get(name).source, "python", line_numbers=True))

@@ -13,8 +13,26 @@ A detector is a Python module's source text defining:
   Return one ``(frame, params)`` per activation; params name bodies with the
   trace's body names.
 
-Only ``numpy`` and ``math`` may be imported. Loading from text validates all
-of that and raises `DetectorError` naming the file, line and field.
+and, optionally, what the events mean (read by the reward DSL, the sandbox's
+event check and people; each has a default):
+
+- ``BODY_PARAMS``: the param keys whose values name bodies of the trace (a
+  name, or a list of names), e.g. ``["object", "surface"]``. Must be a subset
+  of ``PARAMS``. Default: ``object`` and the keys starting ``object_``.
+- ``DIRECTED``: ``True`` when ``object_a`` and ``object_b`` have distinct roles
+  (``object_a`` slides along / rolls over / hits / rests on / drives / relays
+  to ``object_b``), so a reward program's ``{"object_a": X}`` means X in that
+  role; ``False`` (the default) when the pair is unordered and the two keys
+  match in either order. ``True`` requires ``object_a`` and ``object_b`` in ``PARAMS``.
+- ``DURATION``: ``"instant"`` (the event happens at its frame) or
+  ``"interval"`` (it lasts: the event carries an integer ``frames`` param
+  ``>= 1`` and covers frames ``[frame, frame + frames - 1]``). Default:
+  ``"interval"`` when ``frames`` is in ``PARAMS``, else ``"instant"``.
+  ``"interval"`` requires ``frames`` in ``PARAMS``.
+
+Only ``numpy`` and ``math`` may be imported. Source is parsed once into a
+`Candidate` (source, AST, `Declarations`); loading validates all of the above
+and raises `DetectorError` naming the file, line and field.
 """
 
 from __future__ import annotations
@@ -22,16 +40,27 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
+import threading
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from simpatterns.annotation import EventList, normalize_label
+
 ALLOWED_IMPORTS = frozenset({"numpy", "math"})
 REQUIRED_NAMES = ("PATTERN", "DESCRIPTION", "DEPENDS", "PARAMS")
+OPTIONAL_NAMES = ("BODY_PARAMS", "DIRECTED", "DURATION")
+DURATIONS = ("instant", "interval")
+INTERVAL_PARAM = "frames"
 
-DetectFn = Callable[[Any, dict[str, list[tuple[int, dict[str, Any]]]]], list[tuple[int, dict[str, Any]]]]
+DetectFn = Callable[[Any, dict[str, EventList]], EventList]
+
+# CPython 3.11 up to 3.11.8 can fail with "SystemError: AST constructor recursion depth
+# mismatch" when two threads build ASTs at once (gh-106905); every parse and every compile
+# of an AST in simpatterns holds this lock (the evolver parses from several threads).
+AST_LOCK = threading.RLock()
 
 
 class DetectorError(ValueError):
@@ -43,13 +72,118 @@ class DetectorError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+def default_body_params(params: Sequence[str]) -> list[str]:
+    """The contract's default ``BODY_PARAMS``: ``object`` and the keys starting ``object_``."""
+    return [k for k in params if is_default_body_param(k)]
+
+
+def is_default_body_param(key: str) -> bool:
+    return key == "object" or key.startswith("object_")
+
+
+def default_duration(params: Sequence[str]) -> str:
+    """The contract's default ``DURATION``: ``"interval"`` when ``frames`` is a param."""
+    return "interval" if INTERVAL_PARAM in params else "instant"
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What a detector declares: its label, description, dependencies, params, which
+    params name bodies, whether its ``object_a``/``object_b`` are ordered, and whether
+    its events are instants or intervals (see the module docstring). Labels are normalised."""
+
+    pattern: str
+    description: str
+    depends: tuple[str, ...]
+    params: tuple[str, ...]
+    body_params: tuple[str, ...]
+    directed: bool = False
+    duration: str = "instant"
+
+    @classmethod
+    def make(cls, pattern: str, description: str, depends: Sequence[str], params: Sequence[str],
+             body_params: Sequence[str] | None = None, directed: bool | None = None, duration: str | None = None,
+             where: str | dict[str, str] = "<detector>") -> "Declarations":
+        """Check and normalise; ``None`` means the contract's default. ``where``: the place
+        errors name, one for all fields or one per field name (``file:line``).
+        Raises `DetectorError` naming the place and the field."""
+        def at(name: str) -> str:
+            return where if isinstance(where, str) else where.get(name, where.get("", "<detector>"))
+
+        for name, v in (("PATTERN", pattern), ("DESCRIPTION", description)):
+            if not isinstance(v, str) or not v.strip():
+                raise DetectorError(f"{name} must be a non-empty string, got {v!r}", at(name), name)
+        for name, v in (("DEPENDS", depends), ("PARAMS", params)):
+            if not _str_list(v):
+                raise DetectorError(f"{name} must be a list of non-empty strings, got {v!r}", at(name), name)
+        params = tuple(params)
+        if body_params is None:
+            body_params = default_body_params(params)
+        elif not _str_list(body_params):
+            raise DetectorError(f"BODY_PARAMS must be a list of non-empty strings, got {body_params!r}",
+                                at("BODY_PARAMS"), "BODY_PARAMS")
+        else:
+            unknown = [k for k in body_params if k not in params]
+            if unknown:
+                raise DetectorError(f"BODY_PARAMS names {unknown}, which {'is' if len(unknown) == 1 else 'are'} "
+                                    f"not in PARAMS {list(params)}", at("BODY_PARAMS"), "BODY_PARAMS")
+            if len(set(body_params)) != len(body_params):
+                raise DetectorError(f"BODY_PARAMS repeats a key: {list(body_params)}", at("BODY_PARAMS"),
+                                    "BODY_PARAMS")
+        if directed is None:
+            directed = False
+        elif not isinstance(directed, bool):
+            raise DetectorError(f"DIRECTED must be True or False, got {directed!r}", at("DIRECTED"), "DIRECTED")
+        elif directed and not {"object_a", "object_b"} <= set(params):
+            raise DetectorError(f"DIRECTED = True needs params object_a and object_b, PARAMS is {list(params)}",
+                                at("DIRECTED"), "DIRECTED")
+        if duration is None:
+            duration = default_duration(params)
+        elif duration not in DURATIONS:
+            raise DetectorError(f"DURATION must be one of {', '.join(repr(d) for d in DURATIONS)}, got {duration!r}",
+                                at("DURATION"), "DURATION")
+        elif duration == "interval" and INTERVAL_PARAM not in params:
+            raise DetectorError(f"DURATION = 'interval' needs the param {INTERVAL_PARAM!r} (the event's length "
+                                f"in frames), PARAMS is {list(params)}", at("DURATION"), "DURATION")
+        return cls(
+            pattern=normalize_label(pattern),
+            description=description.strip(),
+            depends=tuple(normalize_label(d) for d in depends),
+            params=params,
+            body_params=tuple(body_params),
+            directed=directed,
+            duration=duration,
+        )
+
+    @classmethod
+    def from_constants(cls, values: dict[str, Any], where: str | dict[str, str] = "<detector>") -> "Declarations":
+        """`make` from a module's constants as written (`Candidate.constants`)."""
+        return cls.make(values["PATTERN"], values["DESCRIPTION"], values["DEPENDS"], values["PARAMS"],
+                        values.get("BODY_PARAMS"), values.get("DIRECTED"), values.get("DURATION"), where)
+
+    @property
+    def interval(self) -> bool:
+        return self.duration == "interval"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "description": self.description, "depends": list(self.depends),
+                "params": list(self.params), "body_params": list(self.body_params), "directed": self.directed,
+                "duration": self.duration}
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and all(isinstance(x, str) and x.strip() for x in v)
+
+
 @dataclass
 class Detector:
-    """A loaded detector: its declared names plus the callable ``detect``.
+    """A loaded detector: its declarations plus the callable ``detect``.
 
     ``trusted=False`` marks LLM-written code that was only checked statically
     (`untrusted_detector`): ``detect`` is None and the detector runs only in the
-    evolver's sandbox (the annotator sends it there).
+    sandbox (`simpatterns.sandbox`; the annotator sends it there). ``body_params``, ``directed``
+    and ``duration`` left at None take the contract's defaults; the checked whole
+    is ``declarations``.
     """
 
     pattern: str
@@ -60,6 +194,25 @@ class Detector:
     detect: DetectFn | None = field(repr=False)
     filename: str = "<detector>"
     trusted: bool = True
+    body_params: list[str] | None = None
+    directed: bool | None = None
+    duration: str | None = None
+    declarations: Declarations = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        d = Declarations.make(self.pattern, self.description, self.depends, self.params, self.body_params,
+                              self.directed, self.duration, where=self.filename)
+        self.declarations = d
+        self.pattern, self.description, self.depends = d.pattern, d.description, list(d.depends)
+        self.params, self.body_params = list(d.params), list(d.body_params)
+        self.directed, self.duration = d.directed, d.duration
+
+    @classmethod
+    def from_declarations(cls, declarations: Declarations, source: str, detect: DetectFn | None,
+                          filename: str = "<detector>", trusted: bool = True) -> "Detector":
+        d = declarations
+        return cls(d.pattern, d.description, list(d.depends), list(d.params), source, detect, filename, trusted,
+                   list(d.body_params), d.directed, d.duration)
 
     @property
     def source_hash(self) -> str:
@@ -67,26 +220,74 @@ class Detector:
 
     @property
     def num_lines(self) -> int:
-        return len([ln for ln in self.source.splitlines() if ln.strip()])
+        return count_lines(self.source)
 
 
 def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
-def normalize_label(label: str) -> str:
-    """'Lever_Launch ' -> 'lever launch': how labels are matched everywhere."""
-    return " ".join(label.replace("_", " ").lower().split())
+def count_lines(source: str) -> int:
+    """Non-blank lines: the length the evolver's length penalty sees."""
+    return sum(1 for ln in source.splitlines() if ln.strip())
 
 
-def declared_names(source: str, filename: str = "<detector>") -> dict[str, Any]:
-    """Parse ``source`` and return the literal values of PATTERN/DESCRIPTION/DEPENDS/PARAMS
-    without executing anything; raises `DetectorError` for syntax errors or missing names."""
+# ----------------------------------------------------------------- parsing
+def parse_source(source: str, filename: str = "<detector>") -> ast.Module:
+    """``ast.parse`` under `AST_LOCK`; raises `DetectorError` (``file:line:column``) on bad syntax."""
     try:
-        tree = ast.parse(source, filename=filename)
+        with AST_LOCK:
+            return ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        raise DetectorError(f"syntax error: {exc.msg}", f"{filename}:{exc.lineno}:{exc.offset}") from exc
+        raise DetectorError(f"syntax error: {exc.msg}", f"{filename}:{exc.lineno}:{exc.offset}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise DetectorError(f"unparsable source ({type(exc).__name__})", filename) from None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Detector source parsed once: the text, its AST and its checked `Declarations`.
+
+    `Candidate.parse` is the only place detector source is parsed; the checks
+    (`check_imports`, the sandbox's AST gate), `load_detector` and `untrusted_detector`
+    all work on the tree. Nothing has run. `Candidate.from_tree` builds one from a
+    tree parsed elsewhere (the evolver's proposers parse an answer once).
+    """
+
+    source: str
+    tree: ast.Module = field(repr=False, compare=False)
+    declarations: Declarations
+    num_lines: int
+    source_hash: str
+    filename: str = "<candidate>"
+    # the module constants as written (PATTERN ... PARAMS and the optional ones it sets):
+    # what a prompt shows of it, where `declarations` has defaults filled in
+    constants: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, source: str, filename: str = "<candidate>") -> "Candidate":
+        """Parse and check the detector form; raises `DetectorError` (file:line, field)."""
+        return cls.from_tree(source, parse_source(source, filename), filename)
+
+    @classmethod
+    def from_tree(cls, source: str, tree: ast.Module, filename: str = "<candidate>") -> "Candidate":
+        """A candidate from ``source`` and the tree ``parse_source`` made of it (for callers
+        that must look at the tree before the contract is checked, like the AST gate)."""
+        values, lines = _declared_values(tree, filename)
+        where = {name: f"{filename}:{line}" for name, line in lines.items()}
+        where[""] = filename
+        decl = Declarations.from_constants(values, where)
+        return cls(source, tree, decl, count_lines(source), source_hash(source), filename, values)
+
+    @property
+    def pattern(self) -> str:
+        return self.declarations.pattern
+
+
+def _declared_values(tree: ast.Module, filename: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The literal values of the module constants (and their lines), without executing anything."""
     values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
     has_detect = False
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "detect":
@@ -99,39 +300,40 @@ def declared_names(source: str, filename: str = "<detector>") -> dict[str, Any]:
                 )
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if name in REQUIRED_NAMES:
+            if name in REQUIRED_NAMES or name in OPTIONAL_NAMES:
                 try:
                     values[name] = ast.literal_eval(node.value)
-                except ValueError as exc:
-                    raise DetectorError(
-                        f"{name} must be a literal (string or list of strings)", f"{filename}:{node.lineno}", name
-                    ) from exc
-                values[f"{name}__line"] = node.lineno
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+                    raise DetectorError(f"{name} must be a literal ({_LITERAL_KIND[name]})",
+                                        f"{filename}:{node.lineno}", name) from exc
+                lines[name] = node.lineno
     missing = [n for n in REQUIRED_NAMES if n not in values]
     if missing:
         raise DetectorError(f"missing module constant(s) {', '.join(missing)}", filename, missing[0])
     if not has_detect:
         raise DetectorError("missing function detect(trace, events)", filename, "detect")
-    _check_types(values, filename)
-    return values
+    return values, lines
 
 
-def _check_types(values: dict[str, Any], filename: str) -> None:
-    def where(name: str) -> str:
-        return f"{filename}:{values.get(name + '__line', '?')}"
-
-    for name in ("PATTERN", "DESCRIPTION"):
-        if not isinstance(values[name], str) or not values[name].strip():
-            raise DetectorError(f"{name} must be a non-empty string, got {values[name]!r}", where(name), name)
-    for name in ("DEPENDS", "PARAMS"):
-        v = values[name]
-        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) and x.strip() for x in v):
-            raise DetectorError(f"{name} must be a list of non-empty strings, got {v!r}", where(name), name)
+_LITERAL_KIND = {
+    "PATTERN": "a string", "DESCRIPTION": "a string", "DEPENDS": "a list of strings", "PARAMS": "a list of strings",
+    "BODY_PARAMS": "a list of strings", "DIRECTED": "True or False", "DURATION": "'instant' or 'interval'",
+}
 
 
-def check_imports(source: str, filename: str = "<detector>") -> None:
+def declared_names(source: str, filename: str = "<detector>") -> dict[str, Any]:
+    """The literal values of the module constants (``PATTERN`` ... ``PARAMS`` and the optional
+    ones it sets) without executing anything; raises `DetectorError` for syntax errors,
+    missing or malformed names."""
+    return dict(Candidate.parse(source, filename).constants)
+
+
+def check_imports(candidate: Candidate | str, filename: str = "<detector>") -> None:
     """Only ``import numpy``/``import math`` (and ``from`` forms of them) are allowed."""
-    tree = ast.parse(source, filename=filename)
+    if isinstance(candidate, str):
+        tree, filename = parse_source(candidate, filename), filename
+    else:
+        tree, filename = candidate.tree, candidate.filename
     for node in ast.walk(tree):
         mods: list[str] = []
         if isinstance(node, ast.Import):
@@ -146,72 +348,53 @@ def check_imports(source: str, filename: str = "<detector>") -> None:
                 )
 
 
-def load_detector(source: str, filename: str = "<detector>") -> Detector:
+def _candidate(source: str | Candidate, filename: str) -> Candidate:
+    return source if isinstance(source, Candidate) else Candidate.parse(source, filename)
+
+
+def load_detector(source: str | Candidate, filename: str = "<detector>") -> Detector:
     """Validate and execute trusted detector source (built-in or hand-written).
 
-    Untrusted (LLM) code must go through ``simpatterns.evolve.sandbox`` instead:
+    Untrusted (LLM) code must go through ``simpatterns.sandbox`` instead:
     this function executes the module in-process.
     """
-    values = declared_names(source, filename)
-    check_imports(source, filename)
-    module = types.ModuleType(f"simpatterns_detector_{source_hash(source)}")
+    cand = _candidate(source, filename)
+    filename = cand.filename
+    check_imports(cand)
+    module = types.ModuleType(f"simpatterns_detector_{cand.source_hash}")
     module.__dict__.update({"np": np, "numpy": np, "math": math, "__file__": filename})
     try:
-        exec(compile(source, filename, "exec"), module.__dict__)
+        with AST_LOCK:
+            code = compile(cand.tree, filename, "exec")
+        exec(code, module.__dict__)
     except Exception as exc:
         raise DetectorError(f"executing module failed: {type(exc).__name__}: {exc}", filename) from exc
     detect = module.__dict__.get("detect")
     if not callable(detect):
         raise DetectorError("detect is not callable", filename, "detect")
-    return Detector(
-        pattern=normalize_label(values["PATTERN"]),
-        description=values["DESCRIPTION"].strip(),
-        depends=[normalize_label(d) for d in values["DEPENDS"]],
-        params=list(values["PARAMS"]),
-        source=source,
-        detect=detect,
-        filename=filename,
-    )
+    return Detector.from_declarations(cand.declarations, cand.source, detect, filename)
 
 
-def untrusted_detector(source: str, filename: str = "<detector>") -> Detector:
+def untrusted_detector(source: str | Candidate, filename: str = "<detector>") -> Detector:
     """Check untrusted (LLM-written) detector source without executing it.
 
-    The same static checks as `load_detector` plus the evolver's AST gate
-    (`simpatterns.evolve.gate.check_candidate`); raises `DetectorError` naming the
-    file, line and reason. The result has ``detect=None`` and ``trusted=False``:
-    only the sandbox may run it. The gate is a filter, not the boundary.
+    The same static checks as `load_detector` (the declarations and the imports);
+    raises `DetectorError` naming the file, line and field. The result has
+    ``detect=None`` and ``trusted=False``: only the sandbox may run it, and the
+    sandbox layer's AST gate (`simpatterns.sandbox.gate.check_untrusted`) looks at
+    it before it does.
     """
-    from simpatterns.evolve.gate import check_candidate  # evolve imports this module: import late
-    from simpatterns.evolve.reasons import Rejected
-
-    values = declared_names(source, filename)
-    check_imports(source, filename)
-    try:
-        check_candidate(source, max_lines=2000)
-    except Rejected as exc:
-        detail = exc.reason.detail
-        line = detail.split(":", 1)[0][len("line "):] if detail.startswith("line ") else ""
-        where = f"{filename}:{line}" if line.isdigit() else filename
-        raise DetectorError(f"untrusted detector rejected by the AST gate ({exc.reason.short()})",
-                            where, "source") from None
-    return Detector(
-        pattern=normalize_label(values["PATTERN"]),
-        description=values["DESCRIPTION"].strip(),
-        depends=[normalize_label(d) for d in values["DEPENDS"]],
-        params=list(values["PARAMS"]),
-        source=source,
-        detect=None,
-        filename=filename,
-        trusted=False,
-    )
+    cand = _candidate(source, filename)
+    check_imports(cand)
+    return Detector.from_declarations(cand.declarations, cand.source, None, cand.filename, trusted=False)
 
 
 def validate_events(
-    raw: Any, pattern: str, num_frames: int, max_events: int = 1_000_000
-) -> list[tuple[int, dict[str, Any]]]:
+    raw: Any, pattern: str, num_frames: int, max_events: int = 1_000_000, interval: bool = False
+) -> EventList:
     """Check a detector's return value: a list of (frame, params) with integer frames in
-    range and JSON-like params. Raises `DetectorError` describing the first problem."""
+    range and JSON-like params; with ``interval`` (``DURATION = "interval"``) every event's
+    ``frames`` is an integer >= 1. Raises `DetectorError` describing the first problem."""
     if not isinstance(raw, (list, tuple)):
         raise DetectorError(f"detect returned {type(raw).__name__}, expected a list of (frame, params)", pattern)
     if len(raw) > max_events:
@@ -241,7 +424,21 @@ def validate_events(
         if not isinstance(params, dict):
             raise DetectorError(f"event {i}: params {params!r} is not a dict", pattern)
         out.append((f, _plain(params, pattern, i)))
+    if interval:
+        bad = interval_problem(out)
+        if bad:
+            raise DetectorError(bad, pattern)
     return out
+
+
+def interval_problem(events: EventList) -> str:
+    """'' when every event carries an integer ``frames`` >= 1 (an interval pattern's
+    length), else what is wrong with the first that does not."""
+    for i, (_, p) in enumerate(events):
+        n = p.get(INTERVAL_PARAM)
+        if type(n) is not int or n < 1:
+            return f"event {i}: an interval event needs an integer {INTERVAL_PARAM!r} >= 1, got {n!r}"
+    return ""
 
 
 def _plain_fast(params: dict) -> dict | None:

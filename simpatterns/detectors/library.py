@@ -12,24 +12,28 @@ Layout on disk::
 
     {"format": "simpatterns-library", "version": 1,
      "patterns": [{"label": "bounce", "file": "bounce.py", "description": "...",
-                   "depends": ["collision start"], "params": ["object"],
-                   "provenance": "guided", "fitness": null,
+                   "depends": ["collision start"], "params": ["object", "surface"],
+                   "body_params": ["object", "surface"], "directed": false,
+                   "duration": "instant", "provenance": "guided", "fitness": null,
                    "source_hash": "<contract.source_hash(source)>"}, ...]}
 
 ``provenance`` is one of ``guided``, ``self-discovered``, ``hand-written``,
 ``evolved``. Loading checks every record against its file (missing file,
-source hash, label, depends, params) and the dependency graph (missing
-dependencies, cycles) and raises `LibraryError` naming the file, field or
-patterns at fault. Patterns run in a topological order that keeps manifest
+source hash, label, depends, params, body_params, directed, duration: the
+record must say what the file declares; a manifest written before
+``body_params``/``directed``/``duration`` existed lacks them and the file's
+declarations are used) and the dependency graph (missing dependencies,
+cycles) and raises `LibraryError` naming the file, field or patterns at fault. Patterns run in a topological order that keeps manifest
 order among independent patterns, so the order is deterministic.
 
-Trust. Code written by an LLM is untrusted and runs only in the evolver's
-sandbox. A record is *untrusted* when its provenance is ``evolved`` or it
-carries the ``evolve`` record the discovery driver writes (an LLM wrote the
-code, whatever the label's origin). Loading never executes an untrusted
-source: it is checked statically (`contract.untrusted_detector`: the declared
-names, the imports and the evolver's AST gate) and held as a `Detector` with
-``detect=None, trusted=False``; the annotator runs it in the sandbox.
+Trust. Code written by an LLM is untrusted and runs only in the sandbox
+(`simpatterns.sandbox`). A record is *untrusted* when its provenance is
+``evolved`` or it carries the ``evolve`` record the discovery driver writes (an
+LLM wrote the code, whatever the label's origin). Loading never executes an
+untrusted source: it is checked statically (`contract.untrusted_detector`: the
+declared names and the imports) and held as a `Detector` with ``detect=None,
+trusted=False``; the annotator puts it through the sandbox's AST gate
+(`simpatterns.sandbox.gate.check_untrusted`) and then runs it in the sandbox.
 Everything else is *trusted* and executed in-process by `load_detector`: the
 built-in library shipped with the package (guided and self-discovered
 detectors reviewed into it) and ``guided``/``self-discovered``/``hand-written``
@@ -55,6 +59,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from simpatterns.detectors.contract import (
+    Candidate,
+    Declarations,
     Detector,
     DetectorError,
     load_detector,
@@ -75,6 +81,8 @@ def is_untrusted_record(rec: dict[str, Any]) -> bool:
     """True for a manifest record of LLM-written code (see the module docstring)."""
     return rec.get("provenance") in UNTRUSTED_PROVENANCES or EVOLVE_RECORD in rec
 BUILTIN_PACKAGE = "simpatterns.detectors.builtin"
+# the built-in libraries by world: PHYRE's 2D patterns (the default) and the 3D/rope patterns
+BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.builtin3d"}
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
@@ -99,6 +107,9 @@ class PatternEntry:
     fitness: float | None = None
     source_hash: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # unknown keys, kept on save
+    body_params: list[str] = field(default_factory=list)
+    directed: bool = False
+    duration: str = "instant"
 
     def to_json(self) -> dict[str, Any]:
         d = {
@@ -107,12 +118,23 @@ class PatternEntry:
             "description": self.description,
             "depends": list(self.depends),
             "params": list(self.params),
+            "body_params": list(self.body_params),
+            "directed": self.directed,
+            "duration": self.duration,
             "provenance": self.provenance,
             "fitness": self.fitness,
             "source_hash": self.source_hash,
         }
         d.update(self.extra)
         return d
+
+
+_DECLARED_KEYS = ("body_params", "directed", "duration")
+
+
+def _declared_fields(det: Detector) -> dict[str, Any]:
+    return {"body_params": list(det.body_params or []), "directed": bool(det.directed),
+            "duration": str(det.duration)}
 
 
 def _check_provenance(provenance: str, where: str) -> str:
@@ -192,13 +214,19 @@ class PatternLibrary:
         return lib
 
     @classmethod
-    def builtin(cls) -> "PatternLibrary":
-        """The guided library shipped in ``simpatterns/detectors/builtin``."""
-        root = resources.files(BUILTIN_PACKAGE)
+    def builtin(cls, world: str = "phyre") -> "PatternLibrary":
+        """A library shipped with the package: ``"phyre"`` (default) the guided 2D library in
+        ``simpatterns/detectors/builtin``; ``"3d"`` the 3D and rope library in
+        ``simpatterns/detectors/builtin3d``."""
+        package = BUILTIN_LIBRARIES.get(world)
+        if package is None:
+            raise LibraryError(f"no built-in library {world!r}; the built-in libraries are "
+                               f"{', '.join(sorted(BUILTIN_LIBRARIES))}")
+        root = resources.files(package)
         manifest_res = root.joinpath(MANIFEST)
         if not manifest_res.is_file():
-            raise LibraryError(f"the built-in library has no {MANIFEST} (package {BUILTIN_PACKAGE})")
-        where = f"{BUILTIN_PACKAGE}/{MANIFEST}"
+            raise LibraryError(f"the built-in library has no {MANIFEST} (package {package})")
+        where = f"{package}/{MANIFEST}"
         try:
             manifest = json.loads(manifest_res.read_text())
         except json.JSONDecodeError as exc:
@@ -242,7 +270,8 @@ class PatternLibrary:
             raise LibraryError(f"{where}: field 'patterns' must be a list")
         lib = cls()
         lib.trust_evolved = trust_evolved
-        known = {"label", "file", "description", "depends", "params", "provenance", "fitness", "source_hash"}
+        known = {"label", "file", "description", "depends", "params", "provenance", "fitness", "source_hash",
+                 *_DECLARED_KEYS}
         for k, rec in enumerate(records):
             at = f"{where}: patterns[{k}]"
             if not isinstance(rec, dict):
@@ -280,13 +309,15 @@ class PatternLibrary:
                     f"{at}: field 'label' is {rec['label']!r} but {file} declares PATTERN = {det.pattern!r}",
                     [label],
                 )
-            for key, declared in (("depends", det.depends), ("params", det.params)):
-                value = rec.get(key, declared)
+            for key, declared in (("depends", det.depends), ("params", det.params),
+                                  ("body_params", det.body_params), ("directed", det.directed),
+                                  ("duration", det.duration)):
+                value = rec.get(key, declared)  # an older manifest without the key: the file's declaration
                 norm = [normalize_label(v) for v in value] if key == "depends" and isinstance(value, list) else value
-                if norm != declared:
+                if norm != declared or type(norm) is not type(declared):
                     raise LibraryError(
-                        f"{at}: field {key!r} is {value!r} but {file} declares {key.upper()} = {declared!r}",
-                        [label],
+                        f"{at}: field {key!r} is {value!r} but {file} declares "
+                        f"{key.upper()} = {declared!r}", [label],
                     )
             if label in lib._detectors:
                 raise LibraryError(f"{at}: label {label!r} appears twice in the manifest", [label])
@@ -303,6 +334,7 @@ class PatternLibrary:
                 fitness=None if fitness is None else float(fitness),
                 source_hash=digest,
                 extra={key: v for key, v in rec.items() if key not in known},
+                **_declared_fields(det),
             )
             lib._detectors[label] = det
             lib._entries[label] = entry
@@ -354,6 +386,11 @@ class PatternLibrary:
     def signatures(self) -> dict[str, list[str]]:
         """Label -> the param keys its events carry (run order)."""
         return {k: list(self._detectors[k].params) for k in self.order()}
+
+    def declarations(self) -> dict[str, Declarations]:
+        """Label -> what its detector declares: params, which of them name bodies, whether
+        ``object_a``/``object_b`` are ordered, instants or intervals (run order)."""
+        return {k: self._detectors[k].declarations for k in self.order()}
 
     def descriptions(self) -> dict[str, str]:
         return {k: self._entries[k].description for k in self.order()}
@@ -417,7 +454,8 @@ class PatternLibrary:
         raise LibraryError(f"dependency cycle (A -> B: A depends on B): {text}", sorted({k for c in cycles for k in c}))
 
     # ---------------------------------------------------------------- changes
-    def _detector_from_source(self, source: str, provenance: str, filename: str) -> Detector:
+    def _detector_from_source(self, source: str | Candidate, provenance: str, filename: str) -> Detector:
+        """A `Candidate` is not parsed again; an untrusted one is not executed either."""
         if provenance in UNTRUSTED_PROVENANCES and not self.trust_evolved:
             return untrusted_detector(source, filename=filename)
         return load_detector(source, filename=filename)
@@ -437,21 +475,23 @@ class PatternLibrary:
             provenance=_check_provenance(provenance, f"pattern {det.pattern!r}"),
             fitness=None if fitness is None else float(fitness),
             source_hash=det.source_hash,
+            **_declared_fields(det),
         )
         self._order = None
 
     def add(
         self,
-        detector_or_source: Detector | str,
+        detector_or_source: Detector | Candidate | str,
         provenance: str,
         fitness: float | None = None,
         replace: bool = False,
     ) -> Detector:
-        """Add a detector (or source text). Its dependencies must be in the library;
-        an existing label needs ``replace=True``. The library is unchanged when this
-        raises. With an untrusted ``provenance`` ("evolved") source text is checked
-        statically, not executed, and a given `Detector` is stored without its
-        ``detect`` (unless ``trust_evolved``): it runs in the sandbox."""
+        """Add a detector, a parsed `Candidate` (not parsed again) or source text. Its
+        dependencies must be in the library; an existing label needs ``replace=True``.
+        The library is unchanged when this raises. With an untrusted ``provenance``
+        ("evolved") a source or candidate is checked statically, not executed, and a
+        given `Detector` is stored without its ``detect`` (unless ``trust_evolved``):
+        it runs in the sandbox."""
         if isinstance(detector_or_source, Detector):
             det = detector_or_source
         else:
@@ -521,7 +561,8 @@ class PatternLibrary:
         """An independent library (detectors are shared: they are immutable programs)."""
         lib = PatternLibrary()
         lib._detectors = dict(self._detectors)
-        lib._entries = {k: replace(e, depends=list(e.depends), params=list(e.params), extra=dict(e.extra))
+        lib._entries = {k: replace(e, depends=list(e.depends), params=list(e.params), extra=dict(e.extra),
+                                   body_params=list(e.body_params))
                         for k, e in self._entries.items()}
         lib._order = None if self._order is None else list(self._order)
         lib.path = self.path
@@ -581,6 +622,17 @@ class PatternLibrary:
             raise
         self.path = path
         return path
+
+
+def resolve_library(spec: str | os.PathLike, trust_evolved: bool = False) -> PatternLibrary:
+    """The library a command-line ``--library`` value names: ``builtin`` (PHYRE's),
+    ``builtin:WORLD`` (``builtin:3d``), ``none`` (empty) or a library directory."""
+    text = str(spec)
+    if text == "none":
+        return PatternLibrary()
+    if text == "builtin" or text.startswith("builtin:"):
+        return PatternLibrary.builtin(text.split(":", 1)[1] if ":" in text else "phyre")
+    return PatternLibrary.load(text, trust_evolved=trust_evolved)
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:

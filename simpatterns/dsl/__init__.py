@@ -16,13 +16,13 @@ from simpatterns.dsl.evaluator import CompiledProgram, EvalResult, compile_progr
 from simpatterns.dsl.parser import grammar_text, parse, predicate_names
 from simpatterns.dsl.predicates import PREDICATES, ClauseResult
 from simpatterns.dsl.printer import format_expr, format_program
-from simpatterns.dsl.program import PROGRAM_SUFFIX, RewardProgram
+from simpatterns.dsl.program import PROGRAM_SUFFIX, RewardProgram, builtin_library
 from simpatterns.dsl.reference import reference_text
 from simpatterns.dsl.syntax import Program
 
 __all__ = [
     "PREDICATES", "PROGRAM_SUFFIX", "ClauseResult", "CompiledProgram", "DSLError", "DSLErrors",
-    "DSLEvaluationError", "DSLSyntaxError", "EvalResult", "Program", "RewardProgram", "check",
+    "DSLEvaluationError", "DSLSyntaxError", "EvalResult", "Program", "RewardProgram", "builtin_library", "check",
     "compile_program", "format_expr", "format_program", "grammar_text", "parse", "predicate_names",
     "reference_text",
 ]

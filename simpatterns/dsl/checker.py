@@ -1,6 +1,12 @@
 """Static checks of a parsed program, against a pattern library's signatures
 (label -> param keys) and, optionally, a scene's body names.
 
+Which params name bodies (and are checked against the scene) is what each
+pattern's detector declares (``BODY_PARAMS``, read through the library's
+``.declarations()``); for a pattern without declarations (no library, or a
+plain mapping of signatures) the contract's default applies: ``object`` and
+the keys starting ``object_``.
+
 All problems are collected (never only the first): unknown predicate,
 pattern, param key, body or keyword argument; wrong arity or argument type;
 windows and times outside [0, 1]; COUNT used without a comparison. Each
@@ -10,9 +16,10 @@ error has a code, position, caret snippet and "did you mean" suggestions.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
-from simpatterns.dsl.errors import DSLError, DSLErrors, close_matches, error_at
+from simpatterns.detectors.contract import is_default_body_param
+from simpatterns.dsl.errors import DSLError, close_matches, error_at
 from simpatterns.dsl.matching import is_wildcard, normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import PREDICATES, Arg, Node
@@ -31,14 +38,36 @@ from simpatterns.dsl.syntax import (
 
 MAX_LISTED = 40  # names listed in a hint before "... and N more"
 
-_BODY_KEY = re.compile(r"^(object|body|obj)(_[a-z0-9]+)?$|_(object|body)$")
-_BODY_KEYS = frozenset({"supporter", "supported", "mover", "target", "subject", "other"})
+
+class BodyRef(NamedTuple):
+    """A string of a checked program that names a body, and what it is (for
+    the error message): what `check_bodies` checks against a scene's names."""
+
+    node: Str
+    where: str
 
 
-def is_body_key(key: str) -> bool:
-    """Param keys whose values name bodies (checked against the scene)."""
-    key = key.lower()
-    return bool(_BODY_KEY.search(key)) or key in _BODY_KEYS
+def as_declarations(library: Any) -> dict[str, Any] | None:
+    """Label -> `Declarations` when ``library`` offers ``.declarations()`` (a
+    `PatternLibrary`), else None (the contract's defaults then apply)."""
+    if library is None or not callable(getattr(library, "declarations", None)):
+        return None
+    d = library.declarations()
+    if not isinstance(d, Mapping):
+        raise TypeError(f"declarations() must give a mapping label -> Declarations, got {type(d).__name__}")
+    return {normalize_text(str(k)): v for k, v in d.items()}
+
+
+def directed_labels(library: Any) -> frozenset[str]:
+    """Labels whose detectors declare ``DIRECTED = True`` (none without declarations)."""
+    decl = as_declarations(library)
+    return frozenset(k for k, v in (decl or {}).items() if getattr(v, "directed", False))
+
+
+def body_params_of(label: str | None, declarations: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The declared body params of ``label``; None when it declares nothing known (defaults apply)."""
+    d = declarations.get(label) if (declarations is not None and label) else None
+    return frozenset(d.body_params) if d is not None else None
 
 
 def as_descriptions(library: Any) -> dict[str, str]:
@@ -186,13 +215,15 @@ def _default_text(a: Arg) -> str:
 
 class Checker:
     def __init__(self, program: Program, signatures: dict[str, list[str]] | None, bodies: Sequence[str] | None,
-                 descriptions: Mapping[str, str] | None = None):
+                 descriptions: Mapping[str, str] | None = None, declarations: Mapping[str, Any] | None = None):
         self.program = program
         self.descriptions = descriptions or {}
+        self.declarations = declarations
         self.signatures = signatures
         self.bodies = list(bodies) if bodies is not None else None
         self.body_set = {normalize_text(b) for b in self.bodies} if self.bodies is not None else None
         self.errors: list[DSLError] = []
+        self.body_refs: list[BodyRef] = []  # every body the program names, for later scenes
 
     def report(self, code, message, span, suggestions=(), hint=""):
         self.errors.append(error_at(code, message, span, self.program.source, self.program.filename,
@@ -358,6 +389,7 @@ class Checker:
                         f"got {_describe(node)}", node.span)
             return
         keys = self.signatures.get(label) if (self.signatures is not None and label) else None
+        body_keys = body_params_of(label, self.declarations)
         seen: set[str] = set()
         for k, v in node.items:
             if k.value in seen:
@@ -371,7 +403,7 @@ class Checker:
                 self.report("type", f"param {k.value!r} must be a literal value (string, number, list), "
                             f"got {_describe(v)}", v.span)
                 continue
-            if is_body_key(k.value):
+            if k.value in body_keys if body_keys is not None else is_default_body_param(k.value):
                 for s in (v.items if isinstance(v, (ListLit, TupleLit)) else (v,)):
                     if isinstance(s, Str) and not is_wildcard(s.value):
                         self.body(s, f"param {k.value!r}")
@@ -390,6 +422,7 @@ class Checker:
             self.report("window", f"{where} starts after it ends ({s} > {e})", node.span)
 
     def body(self, node: Str, where: str) -> None:
+        self.body_refs.append(BodyRef(node, where))
         if self.body_set is None:
             return
         if normalize_text(node.value) not in self.body_set:
@@ -401,18 +434,30 @@ class Checker:
 def check(program: Program | str, signatures: Any = None, bodies: Sequence[str] | None = None) -> list[DSLError]:
     """All problems of ``program`` (text or parsed) as a list of `DSLError`
     (empty when it is fine). ``signatures``: label -> param keys, or an object
-    with ``.signatures()`` (a `PatternLibrary`); ``bodies``: the scene's body
-    names. Either may be None to skip those checks."""
+    with ``.signatures()`` (a `PatternLibrary`, whose ``.declarations()`` then
+    say which params name bodies); ``bodies``: the scene's body names. Either
+    may be None to skip those checks."""
     if isinstance(program, str):
         try:
             program = parse(program)
         except DSLError as exc:
             return [exc]
-    return Checker(program, as_signatures(signatures), bodies, as_descriptions(signatures)).run()
+    return make_checker(program, signatures, bodies).run()
 
 
-def check_or_raise(program: Program, signatures: Any = None, bodies: Sequence[str] | None = None) -> None:
-    errors = check(program, signatures, bodies)
-    if errors:
-        raise DSLErrors(errors)
+def make_checker(program: Program, signatures: Any = None, bodies: Sequence[str] | None = None) -> Checker:
+    """A `Checker` of ``program`` against ``signatures`` (see `check`) and ``bodies``;
+    ``.run()`` gives the errors, after which ``.body_refs`` lists the bodies it names."""
+    return Checker(program, as_signatures(signatures), bodies, as_descriptions(signatures),
+                   as_declarations(signatures))
 
+
+def check_bodies(program: Program, refs: Sequence[BodyRef], bodies: Sequence[str]) -> list[DSLError]:
+    """The ``unknown-body`` errors of an already checked program against a
+    scene's body names, from the body references its check recorded
+    (`Checker.body_refs`): no parsing, no walk of the tree. The same errors
+    ``check(program, library, bodies)`` reports for bodies."""
+    checker = Checker(program, None, bodies)
+    for ref in refs:
+        checker.body(ref.node, ref.where)
+    return checker.errors

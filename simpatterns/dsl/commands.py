@@ -1,19 +1,35 @@
-"""CLI: ``simpatterns reward check PROGRAM`` and ``simpatterns reward eval PROGRAM TRACES...``.
-
-Further ``reward`` subcommands (e.g. ``compile``: NL goal -> program) attach
-to the module-level `reward_app` with ``@reward_app.command("compile")``.
+"""CLI: ``simpatterns reward check PROGRAM``, ``simpatterns reward eval
+PROGRAM TRACES...`` and ``simpatterns reward compile GOAL`` (a goal in words
+-> a checked program, with an LLM; its LLM options are the ones every
+command that talks to a model shares, from `simpatterns.llm.commands`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from simpatterns.llm.commands import (
+    APIKey,
+    BaseURL,
+    Concurrency,
+    Grammar,
+    LLMSpec,
+    MaxRequests,
+    MaxTotalTokens,
+    Model,
+    Record,
+    Retries,
+    Timeout,
+    client_from_options,
+    fail,
+)
 
 console = Console()
 
@@ -23,7 +39,7 @@ reward_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LIBRARY_HELP = "'builtin', a library directory, or 'none' to skip pattern checks"
+LIBRARY_HELP = "'builtin', 'builtin:3d', a library directory, or 'none' to skip pattern checks"
 
 
 def _library(spec: str):
@@ -96,23 +112,14 @@ def _load_trace(path: Path):
         raise typer.Exit(2)
 
 
-def _inputs(path: Path, lib):
-    """(annotation, trace or None) from a trace (.npz, annotated now) or an annotation (.jsonl)."""
-    if path.name.endswith(".jsonl"):
-        from simpatterns.annotate.annotation import Annotation, AnnotationFormatError
+def _load_annotation(path: Path):
+    from simpatterns.annotation import Annotation, AnnotationFormatError
 
-        try:
-            return Annotation.load(path), None
-        except AnnotationFormatError as exc:
-            console.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(2)
-    trace = _load_trace(path)
-    if lib is None:
-        console.print("[red]error:[/red] annotating a trace needs a library (--library builtin|PATH)")
+    try:
+        return Annotation.load(path)
+    except AnnotationFormatError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)
-    from simpatterns.annotate.annotator import annotate
-
-    return annotate(trace, lib, trace_id=path.stem), trace
 
 
 @reward_app.command("eval")
@@ -123,8 +130,11 @@ def eval_cmd(
     explain: bool = typer.Option(False, "--explain", "-e", help="per-clause success, score and why"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per trace"),
 ) -> None:
-    """Evaluate a program on traces: success and dense score per trace (and per clause)."""
-    from simpatterns.dsl import DSLError, DSLErrors, RewardProgram, check
+    """Evaluate a program on traces: success and dense score per trace (and per clause).
+
+    A trace is annotated with the patterns the program reads (and their
+    dependencies) from --library; an annotation (.jsonl) is read as it is."""
+    from simpatterns.dsl import DSLError, DSLErrors, RewardProgram
 
     lib = _library(library)
     text = _read(program)
@@ -141,9 +151,15 @@ def eval_cmd(
         table.add_column(f"c{k + 1}")
     failed = False
     for path in traces:
-        ann, trace = _inputs(path, lib)
-        if trace is not None:
-            body_errors = check(reward.program, None, trace.names)
+        ann, trace = None, None
+        if path.name.endswith(".jsonl"):
+            ann = _load_annotation(path)
+        else:
+            trace = _load_trace(path)
+            if lib is None and reward.patterns:
+                console.print("[red]error:[/red] annotating a trace needs a library (--library builtin|PATH)")
+                raise typer.Exit(2)
+            body_errors = reward.check_bodies(trace.names)
             if body_errors:
                 _print_errors(DSLErrors(body_errors))
                 failed = True
@@ -170,10 +186,110 @@ def eval_cmd(
         raise typer.Exit(1)
 
 
-# ``reward compile`` (goal in words -> program, with an LLM) is defined with the LLM options it shares.
-from simpatterns.llm.commands import add_compile_command  # noqa: E402
+def _scene_bodies(spec: str):
+    """``TEMPLATE:VARIANT`` -> the scene's `Body` records (with the action ball)."""
+    from simpatterns.dsl.synthesize import phyre_scene_bodies
 
-add_compile_command(reward_app)
+    try:
+        return phyre_scene_bodies(spec)
+    except ValueError as exc:
+        fail(f"--scene: {exc}", 2)
+    except Exception as exc:  # unknown template / variant: say which
+        fail(f"cannot load scene {spec!r}: {type(exc).__name__}: {exc}", 2)
+
+
+@reward_app.command("compile")
+def compile_cmd(
+    goal: Annotated[str, typer.Argument(help="The goal in words, e.g. \"Make the green ball touch the blue bar\".")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the program here (.rwd).")] = None,
+    scene: Annotated[Optional[str], typer.Option(
+        "--scene", help="TEMPLATE:VARIANT: name the scene's bodies in the prompt and check them.")] = None,
+    bodies: Annotated[Optional[str], typer.Option(
+        "--bodies", help="Comma-separated body names (instead of --scene).")] = None,
+    library: Annotated[str, typer.Option(
+        "--library", "-l", help="'builtin' or a library directory.")] = "builtin",
+    examples: Annotated[Optional[Path], typer.Option(
+        "--examples", help="Directory of few-shot *.rwd goals (default: examples/goals).")] = None,
+    no_examples: Annotated[bool, typer.Option("--no-examples", help="No few-shot examples.")] = False,
+    n: Annotated[int, typer.Option("-n", help="Candidates sampled per attempt.")] = 4,
+    attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts (1 + repairs).")] = 3,
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.7,
+    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 1024,
+    seed: Annotated[Optional[int], typer.Option("--seed")] = 0,
+    report: Annotated[Optional[Path], typer.Option(
+        "--report", help="Write every attempt, candidate and error as JSON.")] = None,
+    llm: LLMSpec = "openai",
+    base_url: BaseURL = None,
+    model: Model = None,
+    api_key: APIKey = None,
+    grammar: Grammar = "auto",
+    grammar_kind: Annotated[str, typer.Option(
+        "--grammar-kind", help="specialised (the library's patterns and the scene's bodies, so programs "
+        "check by construction) or generic (the DSL grammar).")] = "specialised",
+    prompt: Annotated[str, typer.Option(
+        "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
+    prompt_budget: Annotated[int, typer.Option(
+        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
+    record: Record = None,
+    timeout: Timeout = None,
+    concurrency: Concurrency = None,
+    retries: Retries = 4,
+    max_requests: MaxRequests = None,
+    max_total_tokens: MaxTotalTokens = None,
+) -> None:
+    """Compile a goal in words into a checked reward program with an LLM (parse, check, repair)."""
+    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    from simpatterns.dsl.synthesize import (
+        SynthesisConfig, SynthesisFailed, load_goal_examples, save_goal_program, synthesize_reward,
+    )
+    from simpatterns.files import atomic_write
+    from simpatterns.llm.errors import LLMError
+
+    if scene and bodies:
+        fail("give --scene or --bodies, not both", 2)
+    try:
+        lib = PatternLibrary.builtin() if library == "builtin" else PatternLibrary.load(library)
+    except LibraryError as exc:
+        fail(str(exc), 2)
+    scene_bodies = _scene_bodies(scene) if scene else (
+        [b.strip() for b in bodies.split(",") if b.strip()] if bodies else None)
+    shots = [] if no_examples else load_goal_examples(examples, library=lib)
+    if examples is not None and not no_examples and not examples.is_dir():
+        fail(f"--examples {examples}: no such directory", 2)
+    try:
+        config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
+                                 seed=seed, grammar="none" if grammar == "off" else grammar_kind,
+                                 prompt=prompt, prompt_budget=prompt_budget)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    try:
+        client = client_from_options(llm, base_url, model, api_key, grammar, record, timeout, retries,
+                                     max_requests, max_total_tokens, concurrency)
+    except LLMError as exc:
+        fail(str(exc), 2)
+    result = None
+    try:
+        with client:
+            result = synthesize_reward(goal, client, library=lib, bodies=scene_bodies, examples=shots,
+                                       config=config)
+    except SynthesisFailed as exc:
+        result = exc.result
+    finally:
+        if report is not None and result is not None:
+            atomic_write(report, json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
+    s = result.stats()
+    constrained = f"yes ({s['grammar']} grammar)" if s["constrained"] else "no"
+    summary = (f"{s['attempts']} attempt(s), {s['candidates']} candidate(s), parse rate {s['parse_rate']:.0%}, "
+               f"check rate {s['check_rate']:.0%}, grammar-constrained: {constrained}, {s['prompt']} prompt, "
+               f"tokens {s['usage']['prompt_tokens']}+{s['usage']['completion_tokens']} ({s['model']})")
+    if not result.ok:
+        typer.echo(f"error: {result.failure}", err=True)
+        typer.echo(summary, err=True)
+        raise typer.Exit(1)
+    if out is not None:
+        save_goal_program(result, out)
+    typer.echo(result.text, nl=not result.text.endswith("\n"))
+    typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from simpatterns.dsl.checker import as_signatures, is_body_key
+from simpatterns.detectors.contract import is_default_body_param
+from simpatterns.dsl.checker import as_declarations, as_signatures, body_params_of
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import grammar_text
 from simpatterns.dsl.predicates import PREDICATES
@@ -71,34 +72,19 @@ def _fmt(v: float) -> str:
     return f"{v:.2f}".rstrip("0").rstrip(".") if v else "0"
 
 
-def _declared_body_params(library: Any, label: str) -> set[str]:
-    """Body-valued params a library declares for ``label`` (``declarations()``), if it can say."""
-    decl = getattr(library, "declarations", None)
-    if not callable(decl):
-        return set()
-    try:
-        d = decl()
-        entry = d.get(label) if isinstance(d, Mapping) else None
-    except Exception:  # noqa: BLE001 - a foreign library object: fall back to names
-        return set()
-    if entry is None:
-        return set()
-    found = (entry.get("BODY_PARAMS") or entry.get("body_params")) if isinstance(entry, Mapping) \
-        else (getattr(entry, "BODY_PARAMS", None) or getattr(entry, "body_params", None))
-    return {str(k) for k in (found or ())}
-
-
-def body_keys(library: Any, label: str, keys: Sequence[str]) -> set[str]:
-    """Param keys of ``label`` whose values must be body names in a specialised grammar: the
-    ones the checker checks (`is_body_key`), any ``object...`` key, and declared ones."""
-    declared = _declared_body_params(library, label)
-    return {k for k in keys if is_body_key(k) or k.lower().startswith("object") or k in declared}
+def body_keys(declarations: Mapping[str, Any] | None, label: str, keys: Sequence[str]) -> set[str]:
+    """Param keys of ``label`` whose values the checker checks as body names, so the specialised
+    grammar writes bodies there: what its detector declares (``BODY_PARAMS``, from the library's
+    ``.declarations()``), or the contract's default for a pattern without declarations."""
+    declared = body_params_of(label, declarations)
+    return {k for k in keys if (k in declared if declared is not None else is_default_body_param(k))}
 
 
 def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
                      patterns: Sequence[str] | None = None) -> str:
     """The specialised grammar as Lark text (see `specialised_grammar`)."""
     sigs = as_signatures(library) or {}
+    declarations = as_declarations(library)
     labels = [normalize_text(p) for p in patterns] if patterns is not None else sorted(sigs)
     unknown = [p for p in labels if p not in sigs]
     if unknown:
@@ -126,7 +112,7 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
     # patterns, their params (each key at most once, in declared order) and the per-pattern forms
     for i, label in enumerate(labels):
         keys = sigs[label]
-        bkeys = body_keys(library, label, keys)
+        bkeys = body_keys(declarations, label, keys)
         L.append(f"pat_{i}: {_quoted(label)}")
         L += _params_rules(i, [f"{_quoted(k)} \":\" {'body_value' if k in bkeys else 'plain_value'}"
                                for k in keys])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable, Iterator, Sequence
 
+from simpatterns.annotation import normalize_label
 from simpatterns.dsl.syntax import Span
 
 MAX_SNIPPET_WIDTH = 100
@@ -189,7 +190,7 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3, key=None) ->
     """Candidates close to ``word``: difflib similarity on normalised text,
     then candidates sharing a whole word with it (``collision`` ->
     ``collision start``)."""
-    key = key or (lambda s: " ".join(s.replace("_", " ").lower().split()))
+    key = key or normalize_label
     cands = list(dict.fromkeys(candidates))
     by_key: dict[str, str] = {}
     for c in cands:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 
 import numpy as np
 
-from simpatterns.dsl.checker import bind, check
+from simpatterns.dsl.checker import bind, check, directed_labels
 from simpatterns.dsl.errors import DSLErrors, DSLEvaluationError
-from simpatterns.dsl.matching import DIRECTED_PATTERNS, normalize_text
+from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import (
     PREDICATES,
@@ -36,18 +36,20 @@ from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
 
 @dataclass
 class EvalResult:
-    """Success, dense score in [0, 1] (1 exactly when success) and one
-    `ClauseResult` per top-level clause."""
+    """Success, dense score in [0, 1] (1 exactly when success), one
+    `ClauseResult` per top-level clause, and the annotation evaluated
+    (`RewardProgram.evaluate` sets it; not part of the JSON)."""
 
     success: bool
     score: float
     clauses: list[ClauseResult] = field(default_factory=list)
+    annotation: "Annotation | None" = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"success": self.success, "score": self.score, "clauses": [c.to_json() for c in self.clauses]}
@@ -70,9 +72,10 @@ class EvalResult:
 
 
 class _Builder:
-    def __init__(self, program: Program, directed: Collection[str] | None):
+    def __init__(self, program: Program, directed: Collection[str]):
         self.program = program
-        self.directed = {normalize_text(d) for d in (DIRECTED_PATTERNS if directed is None else directed)}
+        self.directed = {normalize_text(d) for d in directed}
+        self.patterns: set[str] = set()  # normalised labels of every pattern argument
 
     def where(self, node) -> Where:
         return Where(node.span, self.program.source, self.program.filename)
@@ -108,6 +111,8 @@ class _Builder:
                 value = literal_value(node)
                 if a.kind == "window":
                     value = (float(value[0]), float(value[1]))
+                elif a.kind in ("pattern", "pattern_or_state"):
+                    self.patterns.add(normalize_text(value))
                 kwargs[a.name] = value
         self._symmetry(cls, kwargs)
         operands = [self.build(op) for op in variadic]
@@ -134,13 +139,15 @@ def _needs_trace(node: Any) -> bool:
 
 
 class CompiledProgram:
-    """A program ready to run: ``evaluate(annotation, trace=None)``."""
+    """A program ready to run: ``evaluate(annotation, trace=None)``. ``patterns``
+    are the (normalised) labels of the patterns it reads."""
 
     _CACHE = 16
 
-    def __init__(self, program: Program, root: Node):
+    def __init__(self, program: Program, root: Node, patterns: Collection[str] = ()):
         self.program = program
         self.root = root
+        self.patterns = frozenset(patterns)
         is_and = isinstance(program.root, Call) and program.root.name == "AND"
         self.clause_nodes: list[Node] = list(root.items) if is_and else [root]  # type: ignore[attr-defined]
         self.clause_texts = [n.text for n in self.clause_nodes]
@@ -225,15 +232,26 @@ class CompiledProgram:
         return np.array([o[0] for o in out], dtype=bool), np.array([o[1] for o in out], dtype=float)
 
 
-def compile_program(program: Program | str, directed: Collection[str] | None = None) -> CompiledProgram:
+def compile_program(program: Program | str, directed: Collection[str] | None = None,
+                    library: Any = None) -> CompiledProgram:
     """Compile a program (text or parsed). Structural checks run first and
     raise `DSLErrors`; library/scene checks are `check`'s job. ``directed``:
-    pattern labels whose ``_a``/``_b`` params are ordered (default
-    `DIRECTED_PATTERNS`); all other such pairs match in either order."""
+    pattern labels whose ``_a``/``_b`` params are ordered; default: the labels
+    whose detectors declare ``DIRECTED = True`` in ``library`` (an object with
+    ``.declarations()``, a `PatternLibrary`), none without one. All other such
+    pairs match in either order."""
     if isinstance(program, str):
         program = parse(program)
     errors = check(program)
     if errors:
         raise DSLErrors(errors)
-    return CompiledProgram(program, _Builder(program, directed).build(program.root))
+    return build(program, directed_labels(library) if directed is None else directed)
+
+
+def build(program: Program, directed: Collection[str]) -> CompiledProgram:
+    """Compile a program that has been checked (the compiler trusts it);
+    ``directed``: the labels whose ``_a``/``_b`` params are ordered."""
+    builder = _Builder(program, directed)
+    root = builder.build(program.root)
+    return CompiledProgram(program, root, builder.patterns)
 

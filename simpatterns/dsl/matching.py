@@ -11,8 +11,9 @@
 - Numbers compare with a relative tolerance of 1e-9.
 - Symmetric pairs: keys ``K_a``/``K_b`` (``object_a``/``object_b``) match in
   either order, so ``{"object_a": "green ball"}`` is "a collision involving
-  the green ball", unless the pattern is directed (`DIRECTED_PATTERNS`, or
-  the ``directed`` labels given when compiling).
+  the green ball", unless the pattern is directed: its detector declares
+  ``DIRECTED = True`` (read from the library the program is compiled with),
+  or it is among the ``directed`` labels given when compiling.
 """
 
 from __future__ import annotations
@@ -22,26 +23,21 @@ import math
 import re
 from typing import Any, Callable, Mapping
 
+from simpatterns.annotation import normalize_label
+
 MISSING = object()
 
 _WILDCARD_WORDS = frozenset({"*", "any", "anything", "any object", "any body", "anybody", "something"})
 _PLACEHOLDER = re.compile(r"^(object|body|thing|obj) [a-z]$|^\?[a-z0-9_ ]+$")
 _NORM_CACHE: dict[str, str] = {}
 
-# Built-in patterns whose object_a / object_b have distinct roles (a slides
-# along / rolls over / hits / rests on b, or relays to b); every other _a/_b
-# pair (collisions, near collisions, taps, ...) matches in either order.
-DIRECTED_PATTERNS = frozenset({
-    "sliding contact", "rolling over", "moving hits stationary", "stack formed", "support relationship",
-    "collision relay",
-})
-
 
 def normalize_text(s: str) -> str:
-    """'Green_Ball ' -> 'green ball' (memoised: event params repeat a few names)."""
+    """`simpatterns.annotation.normalize_label` ('Green_Ball ' -> 'green ball'), memoised:
+    event params repeat a few names."""
     out = _NORM_CACHE.get(s)
     if out is None:
-        out = " ".join(s.replace("_", " ").lower().split())
+        out = normalize_label(s)
         if len(_NORM_CACHE) < 100_000:
             _NORM_CACHE[s] = out
     return out

@@ -775,8 +775,8 @@ class Touching(Node):
         m = ParamMatcher({"object_a": self.a, "object_b": self.b})
         T = ctx.num_frames
         s = np.zeros(T, dtype=bool)
-        starts = [(e.frame, e.params) for e in ctx.events(COLLISION_START, self.where) if m(e.params)]
-        ends = [(e.frame, e.params) for e in ctx.events(COLLISION_END, self.where) if m(e.params)]
+        starts = [(f, p) for f, p in ctx.events(COLLISION_START, self.where) if m(p)]
+        ends = [(f, p) for f, p in ctx.events(COLLISION_END, self.where) if m(p)]
         by_pair: dict[tuple, list[int]] = {}
         for f, p in ends:
             by_pair.setdefault(_pair(p), []).append(f)

@@ -22,7 +22,7 @@ from simpatterns.dsl.errors import DSLEvaluationError, close_matches, error_at
 from simpatterns.dsl.matching import normalize_text
 
 if TYPE_CHECKING:
-    from simpatterns.annotate.annotation import Annotation
+    from simpatterns.annotation import Annotation, EventList
     from simpatterns.trace import Trace
 
 PARTIAL_MAX = 0.999999  # a node that fails never scores above this, so score == 1 <=> success
@@ -159,11 +159,11 @@ class EvalContext:
         self.labels = labels
         self.memo: dict[Any, Any] = {}
 
-    def events(self, label: str, where: Where) -> list:
-        """Pattern events of a (normalised) label, in frame order."""
+    def events(self, label: str, where: Where) -> "EventList":
+        """Pattern events ``(frame, params)`` of a (normalised) label, in frame order."""
         if self.annotation is None:
             raise where.error("needs-annotation", "this predicate reads pattern events; pass an annotation")
-        return self.annotation.by_pattern(self.labels.get(label, label))
+        return self.annotation.events_of(self.labels.get(label, label))
 
     def frames(self, label: str, matcher, where: Where) -> list[int]:
         """Frames (one per matching event, sorted) of ``label`` events whose
@@ -172,7 +172,7 @@ class EvalContext:
         out = self.memo.get(key)
         if out is None:
             evs = self.events(label, where)
-            out = [e.frame for e in evs] if matcher.empty else [e.frame for e in evs if matcher(e.params)]
+            out = [f for f, _ in evs] if matcher.empty else [f for f, p in evs if matcher(p)]
             self.memo[key] = out
         return out
 
@@ -183,11 +183,11 @@ class EvalContext:
         out = self.memo.get(key)
         if out is None:
             out = []
-            for e in self.events(label, where):
-                if matcher.empty or matcher(e.params):
-                    n = e.params.get("frames", 1)
+            for f, p in self.events(label, where):
+                if matcher.empty or matcher(p):
+                    n = p.get("frames", 1)
                     length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
-                    out.append((e.frame, e.frame + length - 1))
+                    out.append((f, f + length - 1))
             self.memo[key] = out
         return out
 

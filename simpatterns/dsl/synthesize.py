@@ -41,6 +41,7 @@ from simpatterns.dsl.constrained import decoding_grammar, specialised_grammar
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.program import RewardProgram
 from simpatterns.dsl.reference import reference_text
+from simpatterns.files import atomic_write
 from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.llm.errors import LLMError
 from simpatterns.llm.request import ChatRequest, Completion, Usage
@@ -317,6 +318,7 @@ class Candidate:
     finish_reason: str
     stage: str
     errors: list[DSLError] = field(default_factory=list)
+    program: RewardProgram | None = field(default=None, repr=False, compare=False)  # when ok: compiled once
 
     @property
     def error_text(self) -> str:
@@ -430,8 +432,11 @@ def judge(answer: str, finish_reason: str, library: Any, bodies: Sequence[str] |
         program = parse(program_text)
     except DSLError as exc:
         return Candidate(answer, program_text, finish_reason, "parse", [exc])
-    errors = check(program, library, bodies)
-    return Candidate(answer, program_text, finish_reason, "check" if errors else "ok", list(errors))
+    try:
+        compiled = RewardProgram.from_parsed(program, library, bodies)
+    except DSLErrors as exc:
+        return Candidate(answer, program_text, finish_reason, "check", list(exc.errors))
+    return Candidate(answer, program_text, finish_reason, "ok", program=compiled)
 
 
 def _promise(c: Candidate) -> tuple[int, int]:
@@ -507,8 +512,8 @@ def synthesize_reward(
         result.attempts.append(attempt)
         for c in attempt.candidates:
             if c.stage == "ok":
-                assert c.program_text is not None
-                result.program = RewardProgram.from_text(c.program_text, library, names)
+                assert c.program is not None
+                result.program = c.program
                 return result
         if not attempt.candidates:  # a server that returned no choices at all
             attempt.candidates.append(Candidate("", None, "unknown", "no-program"))
@@ -539,10 +544,5 @@ def goal_file_text(result: SynthesisResult) -> str:
 
 
 def save_goal_program(result: SynthesisResult, path: str | os.PathLike) -> Path:
-    """Write `goal_file_text` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(goal_file_text(result), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write `goal_file_text` atomically (the folder is created if missing)."""
+    return atomic_write(path, goal_file_text(result))

@@ -11,32 +11,26 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from simpatterns.envs.observation import (
-    OBS_MODES,
-    object_features,
-    observation_space,
-    semantic_grid,
+from simpatterns.envs.observation import object_features, observation_space, semantic_grid
+from simpatterns.envs.options import (
+    RENDER_MODES,
+    ObservationOptions,
+    RenderOptions,
+    SimulationOptions,
+    TaskOptions,
+    route_options,
 )
-from simpatterns.envs.reward import REWARD_KINDS, ProgramReward, RewardResult, builtin_library
-from simpatterns.simulators.phyre import (
-    MAX_STEPS,
-    TEMPLATES,
-    Scene,
-    get_template,
-    quantize_action,
-    simulate,
-)
+from simpatterns.simulators.phyre import TEMPLATES, Scene, get_template, quantize_action, simulate
+from simpatterns.simulators.phyre.physics import AGENT_NAME
 from simpatterns.trace import Trace
 
-REWARD_MODES = ("sparse", "program")
 INITIAL_CACHE = 64  # tasks whose initial scene, state and observation are kept (LRU)
-RENDER_MODES = ["rgb_array", "rgb_array_list", "ansi"]
 
 
 @dataclass(frozen=True)
@@ -100,12 +94,14 @@ def _scene_task(scene: Scene | str) -> Task:
 class PhyreOneBallEnv(gym.Env):
     """One-step PHYRE episodes: observe a scene, place the red ball, get the rollout's reward.
 
-    Task set (at most one of these): ``scene`` (a `Scene` or a named scene
-    such as ``"buckets"``); ``template`` + ``variant``; ``template`` alone
-    (its variants, sampled at reset); ``tasks`` (a list of ``(template,
-    variant)`` or ``"T:V"``); none: every shipped variant. ``reset(options=
+    Options come in four groups (`simpatterns.envs.options`): ``task``
+    (`TaskOptions`: ``scene``, ``template`` + ``variant``, ``tasks``; none:
+    every shipped variant), ``simulation`` (`SimulationOptions`),
+    ``observation`` (`ObservationOptions`) and ``rendering``
+    (`RenderOptions`). Each field may also be given as a flat keyword
+    (``gym.make(ID, template=7, obs_mode="objects")``). ``reset(options=
     {"template": T, "variant": V})`` or ``options={"scene": ...}`` overrides
-    the choice for one episode. Sampling uses the env's seeded ``np_random``.
+    the task for one episode. Sampling uses the env's seeded ``np_random``.
 
     Actions: ``Box(0, 1, (3,))`` = (x, y, radius) of the red ball, or with
     ``action_bins=B`` a ``Discrete(B**3)`` grid (cell centres, x fastest). An
@@ -118,98 +114,53 @@ class PhyreOneBallEnv(gym.Env):
     array (``max_objects`` rows); see `simpatterns.envs.observation`. Reset
     shows the initial scene, step the rollout's last frame.
 
-    Rewards (``reward_mode``): ``"sparse"`` 1.0 on PHYRE success (the green
-    body touches the goal body for 3 s) or on ``success_fn(trace)`` when
-    given; ``"program"`` a reward program (text, ``.rwd`` path or
-    `RewardProgram`): the dense score (``program_reward="score"``) or 0/1
-    success (``"success"``).
+    Reward: 1.0 on PHYRE success (the green body touches the goal body for
+    3 s), or on ``success_fn(trace)`` when given. A reward program replaces
+    it through `RewardProgramWrapper`, the one way a program reaches an env.
 
-    ``info`` after a step: ``is_success`` (the reward's success), ``task_success``,
+    ``info`` after reset: ``template``, ``variant``, ``goal`` and ``bodies``
+    (every body name a rollout of this task has, the red ball included).
+    After a step: ``is_success``, ``task_success`` (PHYRE's),
     ``invalid_reason`` ("" when valid), ``action`` (the continuous action),
-    ``template``, ``variant``, ``num_frames``; in program mode
-    ``program_score`` and ``reward/<clause>`` per top-level clause; with
-    ``annotate=True`` (default when ``render_mode="ansi"``)
-    ``annotation_text``, exactly what the ``ansi`` render shows; with
-    ``info_trace=True`` the `Trace` itself as ``info["trace"]``.
+    ``template``, ``variant``, ``num_frames``; with ``annotate`` (default
+    when ``render_mode="ansi"``) ``annotation_text``, exactly what the
+    ``ansi`` render shows, and ``annotation``, the full library's
+    `Annotation`; with ``info_trace=True`` (the wrapper switches it on) the
+    rollout's `Trace` as ``info["trace"]`` (None after an invalid action).
     """
 
     metadata = {"render_modes": RENDER_MODES, "render_fps": 15}
 
     def __init__(
         self,
-        template: str | int | None = None,
-        variant: int | None = None,
-        tasks: Sequence[Any] | None = None,
-        scene: Scene | str | None = None,
-        obs_mode: str = "rgb",
-        reward_mode: str = "sparse",
-        reward_program: Any = None,
-        program_reward: str = "score",
-        success_fn: Callable[[Trace], bool] | None = None,
-        action_bins: int | None = None,
-        render_mode: str | None = None,
-        semantic_size: int = 64,
-        max_objects: int = 16,
-        max_steps: int = MAX_STEPS,
-        stride: int = 1,
-        stop_on_success: bool = True,
-        stop_when_settled: bool = False,
-        annotate: bool | None = None,
-        library: Any = None,
+        task: TaskOptions | None = None,
+        simulation: SimulationOptions | None = None,
+        observation: ObservationOptions | None = None,
+        rendering: RenderOptions | None = None,
+        *,
         info_trace: bool = False,
-        text_budget: int = 6000,
-        render_stride: int = 4,
+        **options: Any,
     ):
         super().__init__()
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
-        if program_reward not in REWARD_KINDS:
-            raise ValueError(f"program_reward must be one of {REWARD_KINDS}, got {program_reward!r}")
-        if reward_mode == "program" and reward_program is None:
-            raise ValueError("reward_mode='program' needs reward_program (text, .rwd path or RewardProgram)")
-        if reward_mode == "sparse" and reward_program is not None:
-            raise ValueError("reward_program given with reward_mode='sparse'; use reward_mode='program'")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
-        if action_bins is not None and not (isinstance(action_bins, (int, np.integer)) and action_bins >= 1):
-            raise ValueError(f"action_bins must be a positive integer, got {action_bins!r}")
-        if max_steps < 1 or stride < 1 or render_stride < 1:
-            raise ValueError("max_steps, stride and render_stride must be >= 1")
-        if semantic_size < 8 or max_objects < 2:
-            raise ValueError(f"semantic_size must be >= 8 and max_objects >= 2, got {semantic_size}, {max_objects}")
-        if success_fn is not None and reward_mode != "sparse":
-            raise ValueError("success_fn is the sparse reward's test; with reward_mode='program' the program decides")
-        if variant is not None and template is None:
-            raise ValueError("variant given without template")
-        given = [k for k, v in (("scene", scene), ("template", template), ("tasks", tasks)) if v is not None]
-        if len(given) > 1:
-            raise ValueError(f"choose the task set with one of scene, template or tasks; got {' and '.join(given)}")
-
-        self.obs_mode = obs_mode
-        self.reward_mode = reward_mode
-        self.render_mode = render_mode
-        self.action_bins = None if action_bins is None else int(action_bins)
-        self.semantic_size = int(semantic_size)
-        self.max_objects = int(max_objects)
-        self.sim_kwargs = dict(max_steps=int(max_steps), stride=int(stride), stop_on_success=bool(stop_on_success),
-                               stop_when_settled=bool(stop_when_settled))
-        self.success_fn = success_fn
+        groups = route_options(type(self).__name__, {"task": task, "simulation": simulation,
+                                                     "observation": observation, "rendering": rendering}, options)
+        self.task_options: TaskOptions = groups["task"]
+        self.sim_options: SimulationOptions = groups["simulation"]
+        self.obs_options: ObservationOptions = groups["observation"]
+        self.render_options: RenderOptions = groups["rendering"]
+        self.render_mode = self.render_options.render_mode
         self.info_trace = bool(info_trace)
-        self.text_budget = int(text_budget)
-        self.render_stride = int(render_stride)
-        self.annotate = (render_mode == "ansi") if annotate is None else bool(annotate)
-        self._library = library
+        self.sim_kwargs = self.sim_options.simulate_kwargs()
 
-        if scene is not None:
-            self.tasks = [_scene_task(scene)]
-        elif template is not None and variant is not None:
-            self.tasks = [_check_variant(Task(get_template(template).id, int(variant)))]
-        elif template is not None:
-            self.tasks = _template_tasks(template)
-        elif tasks is not None:
-            self.tasks = [_parse_task(t) for t in tasks]
+        t = self.task_options
+        if t.scene is not None:
+            self.tasks = [_scene_task(t.scene)]
+        elif t.template is not None and t.variant is not None:
+            self.tasks = [_check_variant(Task(get_template(t.template).id, int(t.variant)))]
+        elif t.template is not None:
+            self.tasks = _template_tasks(t.template)
+        elif t.tasks is not None:
+            self.tasks = [_parse_task(x) for x in t.tasks]
             if not self.tasks:
                 raise ValueError("tasks is empty")
         else:
@@ -217,17 +168,12 @@ class PhyreOneBallEnv(gym.Env):
             if not self.tasks:
                 raise ValueError("no template has shipped variants; pass a scene")
 
-        self.program: ProgramReward | None = None
-        if reward_mode == "program":
-            self.program = ProgramReward(reward_program, program_reward, self.library)
+        o = self.obs_options
+        self.observation_space = observation_space(o.obs_mode, int(o.semantic_size), int(o.max_objects))
+        bins = None if o.action_bins is None else int(o.action_bins)
+        self.action_space = spaces.Box(0.0, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
-        self.observation_space = observation_space(obs_mode, self.semantic_size, self.max_objects)
-        self.action_space = (
-            spaces.Box(0.0, 1.0, (3,), np.float32) if self.action_bins is None else spaces.Discrete(self.action_bins**3)
-        )
-
-        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, Task]] = OrderedDict()
-        self._checked_bodies: set[tuple[str, int]] = set()
+        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], Task]] = OrderedDict()
         self.task: Task | None = None
         self.scene: Scene | None = None
         self.initial_trace: Trace | None = None
@@ -239,22 +185,28 @@ class PhyreOneBallEnv(gym.Env):
     # ------------------------------------------------------------- helpers
     @property
     def library(self):
-        if self._library is None:
-            self._library = builtin_library()
-        return self._library
+        """The patterns of the annotation text (``rendering.library``, default the built-in library)."""
+        lib = self.render_options.library
+        if lib is None:
+            from simpatterns.dsl import builtin_library
+
+            lib = builtin_library()
+        return lib
 
     def _observe(self, trace: Trace, frame: int) -> np.ndarray:
-        if self.obs_mode == "rgb":
+        o = self.obs_options
+        if o.obs_mode == "rgb":
             from simpatterns.simulators.phyre.render import frame_array
 
             return frame_array(trace, frame)
-        if self.obs_mode == "semantic":
-            return semantic_grid(trace, frame, self.semantic_size)
-        return object_features(trace, frame, self.max_objects)
+        if o.obs_mode == "semantic":
+            return semantic_grid(trace, frame, int(o.semantic_size))
+        return object_features(trace, frame, int(o.max_objects))
 
-    def _initial_state(self, task: Task) -> tuple[Scene, Trace, np.ndarray]:
+    def _initial_state(self, task: Task) -> tuple[Scene, Trace, np.ndarray, tuple[str, ...]]:
         """The scene and its state before the action (a zero-step rollout without
-        the red ball) with its observation; cached per task (scenes are not mutated)."""
+        the red ball) with its observation and the body names of its rollouts;
+        cached per task (scenes are not mutated)."""
         key = task.key if task.scene is None else ("scene", id(task.scene))
         cached = self._initial.get(key)
         if cached is not None:
@@ -263,26 +215,27 @@ class PhyreOneBallEnv(gym.Env):
             scene = task.build()
             trace = simulate(scene, None, max_steps=0).trace
             assert trace is not None
+            bodies = tuple(trace.names) + ((AGENT_NAME,) if AGENT_NAME not in trace.names else ())
             # the task is kept so a purpose-built scene's id cannot be reused while cached
-            cached = (scene, trace, self._observe(trace, 0), task)
+            cached = (scene, trace, self._observe(trace, 0), bodies, task)
             self._initial[key] = cached
             if len(self._initial) > INITIAL_CACHE:
                 self._initial.popitem(last=False)
-        return cached[0], cached[1], cached[2]
+        return cached[0], cached[1], cached[2], cached[3]
 
     def _continuous_action(self, action: Any) -> tuple[np.ndarray | None, str | None]:
         """(x, y, r) floats, or None and why the action is invalid. Raises on malformed actions."""
-        if self.action_bins is not None:
+        bins = self.obs_options.action_bins
+        if bins is not None:
+            bins = int(bins)
             if isinstance(action, np.ndarray) and action.shape == ():
                 action = action.item()
             if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-                raise ValueError(
-                    f"action must be an integer in [0, {self.action_bins ** 3}) (Discrete), got {action!r}"
-                )
-            n = self.action_bins**3
+                raise ValueError(f"action must be an integer in [0, {bins ** 3}) (Discrete), got {action!r}")
+            n = bins**3
             if not 0 <= int(action) < n:
                 return None, f"action index {int(action)} outside [0, {n})"
-            return quantize_action(int(action), self.action_bins), None
+            return quantize_action(int(action), bins), None
         try:
             a = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -311,15 +264,12 @@ class PhyreOneBallEnv(gym.Env):
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         self.task = task
-        self.scene, self.initial_trace, obs = self._initial_state(task)
-        if self.program is not None and task.key not in self._checked_bodies:
-            self.program.check_bodies(self.initial_trace.names + ["red ball"], f"scene {task.template}:{task.variant}")
-            self._checked_bodies.add(task.key)
+        self.scene, self.initial_trace, obs, bodies = self._initial_state(task)
         self.last_trace = None
         self.last_annotation = None
         self.last_invalid_reason = None
         self._stepped = False
-        info = {"template": task.template, "variant": task.variant, "goal": self.scene.goal_text()}
+        info = {"template": task.template, "variant": task.variant, "goal": self.scene.goal_text(), "bodies": bodies}
         return obs.copy(), info
 
     def step(self, action: Any):
@@ -342,34 +292,28 @@ class PhyreOneBallEnv(gym.Env):
         }
         if trace is None:
             obs = self._initial_state(self.task)[2].copy()
-            result = self.program.zero() if self.program is not None else RewardResult(0.0, False, 0.0)
+            ok = False
             info.update(task_success=False, num_frames=0)
-            if self.annotate:
+            if self.render_options.annotates:
                 info["annotation_text"] = self._invalid_text(reason or "")
+                info["annotation"] = None
         else:
             obs = self._observe(trace, trace.num_frames - 1)
-            annotation = None
-            if self.annotate:
+            if self.render_options.annotates:
                 from simpatterns.annotate.annotator import annotate
                 from simpatterns.annotate.text import annotation_text
 
-                annotation = annotate(trace, self.library)
-                info["annotation_text"] = annotation_text(trace, annotation, self.text_budget)
-            if self.program is not None:
-                result = self.program(trace, annotation)
-                annotation = result.annotation
-            else:
-                ok = bool(self.success_fn(trace)) if self.success_fn is not None else trace.success
-                result = RewardResult(float(ok), ok, float(ok))
-            self.last_annotation = annotation
+                self.last_annotation = annotate(trace, self.library)
+                info["annotation_text"] = annotation_text(trace, self.last_annotation,
+                                                          int(self.render_options.text_budget))
+                info["annotation"] = self.last_annotation
+            success_fn = self.sim_options.success_fn
+            ok = bool(success_fn(trace)) if success_fn is not None else bool(trace.success)
             info.update(task_success=trace.success, num_frames=trace.num_frames)
-            if self.info_trace:
-                info["trace"] = trace
-        info["is_success"] = result.success
-        if self.program is not None:
-            info["program_score"] = result.score
-            info.update(result.clauses)
-        return obs, float(result.reward), True, False, info
+        if self.info_trace:
+            info["trace"] = trace
+        info["is_success"] = ok
+        return obs, float(ok), True, False, info
 
     def _invalid_text(self, reason: str) -> str:
         from simpatterns.annotate.text import scene_header
@@ -390,7 +334,7 @@ class PhyreOneBallEnv(gym.Env):
 
         if self.render_mode == "rgb_array":
             return frame_array(trace, trace.num_frames - 1)
-        frames = list(range(0, trace.num_frames, self.render_stride))
+        frames = list(range(0, trace.num_frames, int(self.render_options.render_stride)))
         if frames[-1] != trace.num_frames - 1:
             frames.append(trace.num_frames - 1)
         return [frame_array(trace, f) for f in frames]
@@ -408,4 +352,4 @@ class PhyreOneBallEnv(gym.Env):
             from simpatterns.annotate.annotator import annotate
 
             self.last_annotation = annotate(self.last_trace, self.library)
-        return annotation_text(self.last_trace, self.last_annotation, self.text_budget)
+        return annotation_text(self.last_trace, self.last_annotation, int(self.render_options.text_budget))

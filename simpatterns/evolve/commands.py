@@ -55,7 +55,8 @@ def discover_cmd(
     traces: Annotated[Path, typer.Option("--traces", help="Directory of .npz traces (searched recursively).")],
     labels: Annotated[Path, typer.Option("--labels", help="Labels file (TOML, [[label]] entries).")],
     library: Annotated[Path, typer.Option("--library", help="Output library directory (written atomically).")],
-    base_library: Annotated[str, typer.Option("--base-library", help="'builtin', 'none' or a library directory.")]
+    base_library: Annotated[str, typer.Option(
+        "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
     llm: Annotated[Optional[str], typer.Option(
         "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], local[:MODEL] (in-process llama.cpp), "
@@ -72,7 +73,11 @@ def discover_cmd(
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML overriding evolve settings.")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluators.")] = None,
     batch: Annotated[Optional[int], typer.Option("--batch", help="Samples per round (requests in flight).")] = None,
-    theta: Annotated[Optional[float], typer.Option("--theta", help="Acceptance threshold over the baseline.")] = None,
+    fitness: Annotated[Optional[str], typer.Option(
+        "--fitness", help="Fitness kind: evidence (default; standard deviations above chance) or paper "
+        "(Algorithm 2 as published).")] = None,
+    theta: Annotated[Optional[float], typer.Option(
+        "--theta", help="Acceptance threshold over the baseline (default: 3 for evidence, 0 for paper).")] = None,
     self_discovery: Annotated[Optional[int], typer.Option(
         "--self-discovery", help="Labels the LLM may propose after the guided ones.")] = None,
     reasoning: Annotated[Optional[list[Path]], typer.Option(
@@ -91,11 +96,12 @@ def discover_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    from simpatterns.detectors.library import LibraryError, resolve_library
     from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
+    from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.evolve.sandbox import SandboxError
+    from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
@@ -113,6 +119,10 @@ def discover_cmd(
                         ("max_total_tokens", max_total_tokens), ("max_wall_s", max_wall_s)):
         if value is not None:
             setattr(cfg, name, value)
+    if fitness is not None:
+        if fitness not in FITNESS_KINDS:
+            _fail(f"--fitness must be one of {', '.join(FITNESS_KINDS)}; got {fitness!r}")
+        cfg.fitness.kind = fitness
     if theta is not None:
         cfg.fitness.theta = theta
     if prompt is not None:
@@ -128,12 +138,7 @@ def discover_cmd(
     except (JobError, TraceFormatError, FileNotFoundError) as exc:
         _fail(str(exc))
     try:
-        if base_library == "none":
-            base = PatternLibrary()
-        elif base_library == "builtin":
-            base = PatternLibrary.builtin()
-        else:
-            base = PatternLibrary.load(base_library)
+        base = resolve_library(base_library)
     except LibraryError as exc:
         _fail(str(exc))
     texts = []
@@ -172,17 +177,16 @@ def discover_cmd(
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
         table.add_column(col)
     for rec in job.state.done:
-        prog = rec.get("program") or {}
-        scored = "correlation" in (prog.get("parts") or {})
-        fit = prog.get("fitness") if scored else None
-        gain = "-" if fit is None else f"{fit - rec.get('baseline', 0.0):+.5f}"
-        table.add_row(escape(rec["label"]), str(rec["samples"]), "yes" if rec["accepted"] else "no",
-                      "-" if fit is None else f"{fit:.5f}", gain, escape(rec.get("why") or ""))
+        scored = rec.program is not None and "gain" in rec.program.parts
+        fit = rec.program.fitness if scored and rec.program is not None else None
+        gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
+        table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
+                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.why or ""))
     console.print(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
                                                                                key=lambda kv: -kv[1])))
-    accepted = sum(1 for r in job.state.done if r["accepted"])
+    accepted = sum(1 for r in job.state.done if r.accepted)
     console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
                   f"simpatterns evolve report {escape(str(rdir))}")
 
@@ -191,16 +195,17 @@ def discover_cmd(
 def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run directory.")]) -> None:
     """Fitness curves per island (PNG), accepted programs and rejection reasons of a run."""
     from simpatterns.evolve.report import build_report
+    from simpatterns.evolve.runlog import RunLogError
 
     try:
         report = build_report(run_dir)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RunLogError) as exc:
         _fail(str(exc))
     table = Table(title=f"run {run_dir}")
     for col in ("label", "samples", "accepted", "best fitness", "registered", "plot"):
         table.add_column(col)
     for lab in report.labels:
-        fit = (lab.best or {}).get("fitness")
+        fit = lab.best.fitness if lab.best is not None else None
         table.add_row(escape(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
                       escape(str(lab.plot)) if lab.plot else "-")

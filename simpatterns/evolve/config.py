@@ -26,7 +26,7 @@ from simpatterns.detectors.contract import normalize_label
 from simpatterns.evolve.database import DatabaseConfig
 from simpatterns.evolve.fitness import FitnessConfig
 from simpatterns.evolve.prompt import LabelSpec
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 
 if sys.version_info >= (3, 11):
     import tomllib

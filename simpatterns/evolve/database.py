@@ -21,13 +21,14 @@ resumed job continues exactly.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.reasons import Reason
+from simpatterns.detectors.contract import Candidate, DetectorError
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Reason
 
 
 @dataclass
@@ -49,9 +50,17 @@ class DatabaseConfig:
             raise ValueError(f"reset_period must be >= 1, got {self.reset_period}")
 
 
+_UNSET: Any = object()
+
+
 @dataclass
 class Program:
-    """A registered detector program and how it scored."""
+    """A registered detector program and how it scored.
+
+    ``constants``: what its source declares, as written (`Candidate.constants`), kept in
+    memory (never in the JSON) so prompts show it without parsing the source again; a
+    program read back from a snapshot or a log reads it from its source when first asked
+    (`declared`), as does one whose source is not a detector (a rejected seed: None)."""
 
     id: int
     source: str
@@ -62,9 +71,20 @@ class Program:
     sample: int = -1  # the sample that produced it (-1: the seed program)
     parts: dict[str, Any] = field(default_factory=dict)
     model: str = ""
+    constants: Any = field(default=_UNSET, repr=False, compare=False)
+
+    def declared(self) -> dict[str, Any] | None:
+        """The module constants as written; None when the source is not a detector."""
+        if self.constants is _UNSET:
+            try:
+                self.constants = Candidate.parse(self.source).constants  # replayed: parsed again
+            except DetectorError:
+                self.constants = None
+        return self.constants
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, constants=None))
+        del d["constants"]
         d["signature"] = list(self.signature)
         return d
 
@@ -162,6 +182,7 @@ class ProgramsDatabase:
 
     def _copy(self, program: Program) -> Program:
         p = Program.from_json(program.to_json())
+        p.constants = program.constants
         p.id = self.next_id
         self.next_id += 1
         return p

@@ -124,9 +124,10 @@ def apply_edits(source: str, edits: list[tuple[Site, str]]) -> str:
 
 
 def mutate(source: str, rng: np.random.Generator, max_changes: int = 3, sigma: float = 0.3,
-           flip_probability: float = 0.1, attempts: int = 8) -> str | None:
-    """A mutated copy of ``source`` (1..max_changes sites changed), or None when it
-    has nothing to mutate."""
+           flip_probability: float = 0.1, attempts: int = 8) -> tuple[str, ast.Module] | None:
+    """A mutated copy of ``source`` (1..max_changes sites changed) and its tree (the
+    one parse of it, which also checks that the edit kept it Python), or None when
+    it has nothing to mutate."""
     sites = [s for s in find_sites(source) if s.kind == "compare" or (s.value is not None and s.value != 0)]
     if not sites:
         return None
@@ -147,10 +148,9 @@ def mutate(source: str, rng: np.random.Generator, max_changes: int = 3, sigma: f
             continue
         out = apply_edits(source, edits)
         try:
-            ast.parse(out)
+            return out, ast.parse(out)
         except SyntaxError:
             continue
-        return out
     return None
 
 

@@ -1,7 +1,8 @@
 """Proposers: where candidate programs come from.
 
 Both kinds answer ``await propose(prompt, spec, versions, seed)`` with a
-`Proposal` (a full detector module, or the reason there is none):
+`Proposal`: a full detector module and its tree (the proposer parsed it, once:
+nothing downstream parses it again), or the reason there is none:
 
 - `LLMProposer` sends the prompt through the LLM layer (`simpatterns.llm`)
   and assembles the answer into a module (`prompt.assemble`).
@@ -14,33 +15,31 @@ Both kinds answer ``await propose(prompt, spec, versions, seed)`` with a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 
-from simpatterns.evolve import reasons as R
+from simpatterns.detectors.contract import AST_LOCK
 from simpatterns.evolve.mutation import crossover, mutate
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, assemble
-from simpatterns.evolve.reasons import Reason, Rejected
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Reason, Rejected
 
 
 @dataclass
 class Proposal:
+    """A proposed module (``source``, None with the ``reason`` there is none) and its
+    ``tree`` when the proposer parsed it (the gate then does not parse it again)."""
+
     source: str | None
     reason: Reason | None = None
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = ""
-
-
-class Proposer(Protocol):
-    name: str
-    needs_prompt_text: bool
-
-    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
-        ...
+    tree: ast.Module | None = field(default=None, repr=False)
 
 
 class OfflineProposer:
@@ -60,8 +59,6 @@ class OfflineProposer:
         self.flip_probability = flip_probability
 
     async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
-        from simpatterns.evolve.gate import AST_LOCK
-
         with AST_LOCK:
             return self.propose_sync(versions, seed)
 
@@ -79,7 +76,7 @@ class OfflineProposer:
         if child is None:
             return Proposal(None, Reason(R.NOTHING_TO_MUTATE, "no numeric constant or comparison to change"),
                             model=self.name)
-        return Proposal(child, model=self.name)
+        return Proposal(child[0], model=self.name, tree=child[1])
 
 
 class LLMProposer:
@@ -113,8 +110,8 @@ class LLMProposer:
         base = {"model": completion.model or self.name, "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens, "finish_reason": finish}
         try:
-            source = assemble(completion.text, prompt, spec)
+            source, tree = assemble(completion.text, prompt, spec)
         except Rejected as exc:
             detail = exc.reason.detail + (" (answer cut at max_tokens)" if finish == "length" else "")
             return Proposal(None, Reason(exc.reason.code, detail), **base)
-        return Proposal(source, **base)
+        return Proposal(source, tree=tree, **base)

@@ -11,9 +11,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from simpatterns.evolve.runlog import RunLog
+from simpatterns.evolve.database import Program
+from simpatterns.evolve.records import LabelDone, LabelStart, RecordError, Sample, record_from_json
+from simpatterns.evolve.runlog import RunLog, RunLogError
+from simpatterns.files import atomic_open, atomic_write
 
 
 @dataclass
@@ -23,7 +25,7 @@ class LabelReport:
     baseline: float | None = None
     accepted: bool | None = None
     why: str = ""
-    best: dict[str, Any] | None = None
+    best: Program | None = None
     curves: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # island -> (sample, best so far)
     reasons: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
@@ -45,44 +47,47 @@ class Report:
 
 
 def build_report(run_dir: str | Path, write: bool = True) -> Report:
+    """What the run did, from its log (`simpatterns.evolve.records`); raises `RunLogError`
+    naming the line of a record it cannot read."""
     log = RunLog(run_dir)
     if not log.samples_path.is_file():
         raise FileNotFoundError(f"{run_dir}: no samples.jsonl; is this a discovery run directory?")
     labels: dict[str, LabelReport] = {}
     best_now: dict[tuple[str, int], float] = {}
-    for _, rec in log.records():
-        kind = rec.get("type")
-        label = rec.get("label")
-        if kind == "label_start":
-            lab = labels.setdefault(label, LabelReport(label))
-            lab.baseline = rec.get("baseline")
-            seed_fit = rec["seed_program"]["fitness"]
-            if rec["seed_program"].get("parts", {}).get("rejected") is None:
-                for isl in range(rec["database"]["num_islands"]):
-                    best_now[(label, isl)] = seed_fit
+    for offset, raw in log.records():
+        try:
+            rec = record_from_json(raw)
+        except RecordError as exc:
+            raise RunLogError(f"{log.samples_path}: record ending at byte {offset}: {exc}") from None
+        if isinstance(rec, LabelStart):
+            lab = labels.setdefault(rec.label, LabelReport(rec.label))
+            lab.baseline = rec.baseline
+            seed_fit = rec.seed_program.fitness
+            if rec.seed_program.parts.get("rejected") is None:
+                for isl in range(rec.database.num_islands):
+                    best_now[(rec.label, isl)] = seed_fit
                     lab.curves.setdefault(isl, []).append((0, seed_fit))
-        elif kind == "sample":
-            lab = labels.setdefault(label, LabelReport(label))
+        elif isinstance(rec, Sample):
+            lab = labels.setdefault(rec.label, LabelReport(rec.label))
             lab.samples += 1
-            status = rec.get("status", "?")
+            status = rec.status or "?"
             lab.statuses[status] += 1
-            if rec.get("reason"):
-                lab.reasons[rec["reason"]["code"]] += 1
-            if status == "registered":
-                key = (label, int(rec["island"]))
-                fit = float(rec["fitness"]["fitness"])
+            if rec.reason is not None:
+                lab.reasons[rec.reason.code] += 1
+            if status == "registered" and rec.fitness is not None:
+                key = (rec.label, rec.island)
+                fit = float(rec.fitness["fitness"])
                 if fit > best_now.get(key, float("-inf")):
                     best_now[key] = fit
-                lab.curves.setdefault(int(rec["island"]), []).append((int(rec["sample"]) + 1, best_now[key]))
-        elif kind == "label_done":
-            lab = labels.setdefault(label, LabelReport(label))
-            lab.accepted = bool(rec.get("accepted"))
-            lab.why = rec.get("why", "")
-            lab.best = rec.get("program")
+                lab.curves.setdefault(rec.island, []).append((rec.sample + 1, best_now[key]))
+        elif isinstance(rec, LabelDone):
+            lab = labels.setdefault(rec.label, LabelReport(rec.label))
+            lab.accepted = rec.accepted
+            lab.why = rec.why
+            lab.best = rec.program
     report = Report(Path(run_dir), list(labels.values()))
     if write:
         out = Path(run_dir) / "report"
-        out.mkdir(parents=True, exist_ok=True)
         for lab in report.labels:
             lab.plot = _plot(lab, out)
         report.markdown = _markdown(report, out)
@@ -114,7 +119,8 @@ def _plot(lab: LabelReport, out: Path) -> Path | None:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = out / f"fitness_{_slug(lab.label)}.png"
-    fig.savefig(path)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
     plt.close(fig)
     return path
 
@@ -124,8 +130,7 @@ def _markdown(report: Report, out: Path) -> Path:
     lines.append("| label | samples | accepted | best fitness | gain over baseline | note |")
     lines.append("|---|---|---|---|---|---|")
     for lab in report.labels:
-        best = lab.best or {}
-        fit = best.get("fitness")
+        fit = lab.best.fitness if lab.best is not None else None
         gain = "-" if fit is None or lab.baseline is None else f"{fit - lab.baseline:+.5f}"
         lines.append(f"| {lab.label} | {lab.samples} | {'yes' if lab.accepted else 'no'} | "
                      f"{'-' if fit is None else f'{fit:.5f}'} | {gain} | {lab.why or ''} |")
@@ -134,16 +139,19 @@ def _markdown(report: Report, out: Path) -> Path:
     for code, total in report.reasons.most_common():
         lines.append(f"| {code} | " + " | ".join(str(l.reasons.get(code, 0)) for l in report.labels) + f" | {total} |")
     for lab in report.labels:
-        if lab.accepted and lab.best:
-            parts = lab.best.get("parts", {})
+        if lab.accepted and lab.best is not None:
+            parts = lab.best.parts
+            nan = float("nan")
+            if parts.get("kind") == "evidence":
+                terms = (f"evidence {parts.get('evidence', nan):.2f} sd: dynamics {parts.get('evidence_dynamics', nan):.2f}, "
+                         f"place {parts.get('evidence_place', nan):.2f}, new {parts.get('evidence_new', nan):.2f}")
+            else:
+                terms = (f"correlation {parts.get('correlation', nan):.5f}, novelty {parts.get('novelty', nan):.3f}")
             lines += ["", f"## {lab.label}", "",
-                      f"fitness {lab.best['fitness']:.5f} (correlation {parts.get('correlation', float('nan')):.5f}, "
-                      f"novelty {parts.get('novelty', float('nan')):.3f}, length penalty "
-                      f"{parts.get('length_penalty', float('nan')):.3f}, time penalty "
-                      f"{parts.get('time_penalty', float('nan')):.2f}); sample {lab.best.get('sample')}, "
-                      f"model {lab.best.get('model') or '-'}", "", "```python", lab.best["source"].rstrip(), "```"]
+                      f"fitness {lab.best.fitness:.5f} ({terms}, length penalty "
+                      f"{parts.get('length_penalty', nan):.3f}, time penalty "
+                      f"{parts.get('time_penalty', nan):.2f}); sample {lab.best.sample}, "
+                      f"model {lab.best.model or '-'}", "", "```python", lab.best.source.rstrip(), "```"]
         if lab.plot:
             lines += ["", f"![{lab.label}]({lab.plot.name})"]
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return atomic_write(out / "report.md", "\n".join(lines) + "\n")

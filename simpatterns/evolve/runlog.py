@@ -3,9 +3,10 @@
 ``RUN_DIR/``
 
 - ``job.json``: what the job was started with (config, labels, traces hash, proposer);
-- ``samples.jsonl``: one JSON object per line, appended in groups that end
-  with a commit record (``label_start``, ``round_end``, ``label_done``,
-  ``proposed_labels``). A group is written with one ``write`` and fsynced;
+- ``samples.jsonl``: one JSON object per line (a record of
+  `simpatterns.evolve.records`), appended in groups that end with a commit
+  record (``label_start``, ``round_end``, ``label_done``, ``proposed_labels``,
+  ``job_done``). A group is written with one ``write`` and fsynced;
   on resume everything after the last commit record (a torn group from a
   ``kill -9``) is cut off, so the log always ends on a consistent state;
 - ``snapshot.json``: the state after some commit (islands, counters, the
@@ -21,20 +22,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-COMMIT_TYPES = frozenset({"label_start", "round_end", "label_done", "proposed_labels", "job_done"})
+from simpatterns.evolve.records import COMMITS
+from simpatterns.files import atomic_write_json
 
 
 class RunLogError(ValueError):
     """The run directory is inconsistent; the message names the file and line."""
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class RunLog:
@@ -68,11 +61,10 @@ class RunLog:
             return 0
 
     def write_snapshot(self, state: dict[str, Any]) -> None:
-        atomic_write_json(self.snapshot_path, state)
+        atomic_write_json(self.snapshot_path, state, indent=None, fsync=True)  # survives a power cut
 
     def write_job(self, job: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.job_path, job)
+        atomic_write_json(self.job_path, job, indent=None, fsync=True)
 
     # -------------------------------------------------------------- reading
     def read_job(self) -> dict[str, Any] | None:
@@ -115,7 +107,7 @@ class RunLog:
         """Byte offset just after the last commit record at or after ``start``."""
         end = start
         for offset, rec in self.records(start):
-            if rec.get("type") in COMMIT_TYPES:
+            if rec.get("type") in COMMITS:
                 end = offset
         return end
 

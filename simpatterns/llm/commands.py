@@ -1,9 +1,10 @@
 """``simpatterns llm ...``: check an LLM setup, inspect transcripts, serve a scripted server.
 
 The option types here (``LLMSpec``, ``BaseURL``...) are shared with other
-commands that talk to a model (``simpatterns reward compile``), so every
-command spells the LLM flags the same way; `client_from_options` turns them
-into an `LLMClient`.
+commands that talk to a model (``simpatterns reward compile``, defined with
+the DSL), so every command spells the LLM flags the same way;
+`client_from_options` turns them into an `LLMClient`. Like the whole ``llm``
+package, this module imports nothing of simpatterns but its own modules.
 """
 
 from __future__ import annotations
@@ -270,122 +271,6 @@ def serve_script_cmd(
     from simpatterns.llm.testing import main
 
     main(([str(script)] if script else []) + ["--port", str(port)] + (["--default", default] if default else []))
-
-
-def _scene_bodies(spec: str):
-    """``TEMPLATE:VARIANT`` -> the scene's `Body` records (with the action ball)."""
-    from simpatterns.dsl.synthesize import phyre_scene_bodies
-
-    try:
-        return phyre_scene_bodies(spec)
-    except ValueError as exc:
-        fail(f"--scene: {exc}", 2)
-    except Exception as exc:  # unknown template / variant: say which
-        fail(f"cannot load scene {spec!r}: {type(exc).__name__}: {exc}", 2)
-
-
-def add_compile_command(group: typer.Typer) -> None:
-    """Attach ``compile`` (natural-language goal -> checked reward program) to ``simpatterns reward``."""
-
-    @group.command("compile")
-    def compile_cmd(
-        goal: Annotated[str, typer.Argument(help="The goal in words, e.g. \"Make the green ball touch the blue bar\".")],
-        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the program here (.rwd).")] = None,
-        scene: Annotated[Optional[str], typer.Option(
-            "--scene", help="TEMPLATE:VARIANT: name the scene's bodies in the prompt and check them.")] = None,
-        bodies: Annotated[Optional[str], typer.Option(
-            "--bodies", help="Comma-separated body names (instead of --scene).")] = None,
-        library: Annotated[str, typer.Option(
-            "--library", "-l", help="'builtin' or a library directory.")] = "builtin",
-        examples: Annotated[Optional[Path], typer.Option(
-            "--examples", help="Directory of few-shot *.rwd goals (default: examples/goals).")] = None,
-        no_examples: Annotated[bool, typer.Option("--no-examples", help="No few-shot examples.")] = False,
-        n: Annotated[int, typer.Option("-n", help="Candidates sampled per attempt.")] = 4,
-        attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts (1 + repairs).")] = 3,
-        temperature: Annotated[float, typer.Option("--temperature")] = 0.7,
-        max_tokens: Annotated[int, typer.Option("--max-tokens")] = 1024,
-        seed: Annotated[Optional[int], typer.Option("--seed")] = 0,
-        report: Annotated[Optional[Path], typer.Option(
-            "--report", help="Write every attempt, candidate and error as JSON.")] = None,
-        llm: LLMSpec = "openai",
-        base_url: BaseURL = None,
-        model: Model = None,
-        api_key: APIKey = None,
-        grammar: Grammar = "auto",
-        grammar_kind: Annotated[str, typer.Option(
-            "--grammar-kind", help="specialised (the library's patterns and the scene's bodies, so programs "
-            "check by construction) or generic (the DSL grammar).")] = "specialised",
-        prompt: Annotated[str, typer.Option(
-            "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
-        prompt_budget: Annotated[int, typer.Option(
-            "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
-        record: Record = None,
-        timeout: Timeout = None,
-        concurrency: Concurrency = None,
-        retries: Retries = 4,
-        max_requests: MaxRequests = None,
-        max_total_tokens: MaxTotalTokens = None,
-    ) -> None:
-        """Compile a goal in words into a checked reward program with an LLM (parse, check, repair)."""
-        from simpatterns.detectors.library import LibraryError, PatternLibrary
-        from simpatterns.dsl.synthesize import (
-            SynthesisConfig, SynthesisFailed, load_goal_examples, save_goal_program, synthesize_reward,
-        )
-
-        if scene and bodies:
-            fail("give --scene or --bodies, not both", 2)
-        try:
-            lib = PatternLibrary.builtin() if library == "builtin" else PatternLibrary.load(library)
-        except LibraryError as exc:
-            fail(str(exc), 2)
-        scene_bodies = _scene_bodies(scene) if scene else (
-            [b.strip() for b in bodies.split(",") if b.strip()] if bodies else None)
-        shots = [] if no_examples else load_goal_examples(examples, library=lib)
-        if examples is not None and not no_examples and not examples.is_dir():
-            fail(f"--examples {examples}: no such directory", 2)
-        try:
-            config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
-                                     seed=seed, grammar="none" if grammar == "off" else grammar_kind,
-                                     prompt=prompt, prompt_budget=prompt_budget)
-        except ValueError as exc:
-            fail(str(exc), 2)
-        try:
-            client = client_from_options(llm, base_url, model, api_key, grammar, record, timeout, retries,
-                                         max_requests, max_total_tokens, concurrency)
-        except LLMError as exc:
-            fail(str(exc), 2)
-        result = None
-        try:
-            with client:
-                result = synthesize_reward(goal, client, library=lib, bodies=scene_bodies, examples=shots,
-                                           config=config)
-        except SynthesisFailed as exc:
-            result = exc.result
-        finally:
-            if report is not None and result is not None:
-                _write_json(report, result.to_json())
-        s = result.stats()
-        constrained = f"yes ({s['grammar']} grammar)" if s["constrained"] else "no"
-        summary = (f"{s['attempts']} attempt(s), {s['candidates']} candidate(s), parse rate {s['parse_rate']:.0%}, "
-                   f"check rate {s['check_rate']:.0%}, grammar-constrained: {constrained}, {s['prompt']} prompt, "
-                   f"tokens {s['usage']['prompt_tokens']}+{s['usage']['completion_tokens']} ({s['model']})")
-        if not result.ok:
-            typer.echo(f"error: {result.failure}", err=True)
-            typer.echo(summary, err=True)
-            raise typer.Exit(1)
-        if out is not None:
-            save_goal_program(result, out)
-        typer.echo(result.text, nl=not result.text.endswith("\n"))
-        typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
-
-
-def _write_json(path: Path, data) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def register(app: typer.Typer) -> None:

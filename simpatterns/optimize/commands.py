@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -74,6 +72,7 @@ def optimize(
     from rich.table import Table
 
     from simpatterns.dsl import DSLErrors
+    from simpatterns.files import atomic_write_json
     from simpatterns.optimize import AnnealConfig, Objective, RolloutPool, anneal, random_search
 
     if method not in ("anneal", "random"):
@@ -128,22 +127,26 @@ def optimize(
     console.print(table)
     trace = res.best_trace
     assert trace is not None
-    if objective.program_reward is not None:
-        ev = objective.program_reward.program.evaluate(objective.program_reward.annotate(trace), trace, explain=True)
+    if objective.reward_program is not None:
+        ev = objective.reward_program.evaluate(None, trace, explain=True)
         console.print(escape(ev.explain_text()))
     if gif is not None:
         from simpatterns.annotate.annotator import annotate
         from simpatterns.annotate.plots import captioned_gif
-        from simpatterns.envs.reward import builtin_library
+        from simpatterns.dsl import builtin_library
 
-        captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
+        try:
+            captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
+        except OSError as exc:
+            _fail(str(exc))
         console.print(f"best rollout -> {escape(str(gif))}")
     if out_json is not None:
         data = {"scene": sc.template, "variant": sc.variant, "goal": str(goal) if goal else None, "reward": reward,
                 "seed": seed, **res.to_json()}
-        tmp = out_json.with_name(f".{out_json.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, out_json)
+        try:
+            atomic_write_json(out_json, data)
+        except OSError as exc:  # a WriteError names the user's path
+            _fail(str(exc))
         console.print(f"result -> {escape(str(out_json))}")
 
 

@@ -1,23 +1,21 @@
 """What an action search maximises: one scene, one reward, one success test.
 
 An `Objective` is plain, picklable data (scene, program text, reward kind,
-simulation settings); the compiled program and the pattern library are
-built lazily in whichever process evaluates, so a process pool rebuilds
-them once per worker. `RolloutPool` evaluates batches of actions inline or
-in a process pool; results never depend on the number of workers.
+simulation settings); its `RewardProgram` is parsed, checked and compiled
+once in whichever process evaluates (the main one, and each worker once),
+and scores every rollout by its one path, ``RewardProgram.evaluate``. `RolloutPool` evaluates batches of actions inline or over worker
+processes (`simpatterns.parallel`); results never depend on the number of
+workers.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
+from simpatterns.parallel import Executor, WorkerSetup, make_executor
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
+from simpatterns.simulators.phyre.physics import AGENT_NAME
 from simpatterns.trace import Trace
 
 REWARDS = ("score", "success", "task", "goal")
@@ -66,7 +64,7 @@ class Objective:
         if self.reward == "goal" and self.goal is None:
             raise ValueError("reward 'goal' needs a goal test")
         if self.program is not None:
-            self.program_reward  # compile now: a bad program fails here, not in a worker
+            self.reward_program  # compile now: a bad program fails here, not in a worker
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -74,19 +72,20 @@ class Objective:
         return state
 
     @property
-    def program_reward(self):
-        """The compiled `ProgramReward` (built on first use in each process)."""
+    def reward_program(self):
+        """The compiled `RewardProgram`, checked against the scene's bodies (built
+        on first use in each process; None without a program)."""
         if self.program is None:
             return None
         if self._runtime is None:
             from simpatterns.detectors.library import PatternLibrary
-            from simpatterns.envs.reward import ProgramReward
+            from simpatterns.dsl import RewardProgram
 
-            lib = None if self.library is None else PatternLibrary.from_spec(self.library)  # None: built-in, if needed
-            pr = ProgramReward(self.program, "success" if self.reward == "success" else "score", lib)
-            names = [b.name or b.kind for b in self.scene.bodies] + ["red ball"]
-            pr.check_bodies(names, f"scene {self.scene.template or '?'}")
-            self._runtime = pr
+            lib = None if self.library is None else PatternLibrary.from_spec(self.library)  # None: built-in
+            program = RewardProgram.coerce(self.program, lib)
+            names = [b.name or b.kind for b in self.scene.bodies] + [AGENT_NAME]
+            program.require_bodies(names, f"scene {self.scene.template or '?'}")
+            self._runtime = program
         return self._runtime
 
     def check(self, action: Sequence[float]) -> str | None:
@@ -101,8 +100,9 @@ class Objective:
     def score_trace(self, trace: Trace) -> tuple[float, bool, bool]:
         """(score, reward success, goal success) of a rollout."""
         if self.reward in ("score", "success"):
-            res = self.program_reward(trace)
-            score, ok = res.reward, res.success
+            res = self.reward_program.evaluate(None, trace)
+            ok = res.success
+            score = res.score if self.reward == "score" else float(ok)
         elif self.reward == "task":
             ok = trace.success
             score = float(ok)
@@ -124,60 +124,41 @@ class Objective:
 
 
 # ------------------------------------------------------------------ pool
-_WORKER_OBJECTIVE: Objective | None = None
+def _worker_objective(objective: Objective) -> Objective:
+    """The objective in a worker, its program compiled once there (not per action)."""
+    objective.reward_program
+    return objective
 
 
-def _worker_init(objective: Objective) -> None:
-    global _WORKER_OBJECTIVE
-    _WORKER_OBJECTIVE = objective
-
-
-def _worker_eval(action: list[float]) -> Evaluation:
-    assert _WORKER_OBJECTIVE is not None
-    return _WORKER_OBJECTIVE.evaluate(action)
-
-
-def pool_context() -> multiprocessing.context.BaseContext:
-    """forkserver where available: workers start clean (no inherited threads or locks)."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+def _evaluate(objective: Objective, action: list[float]) -> Evaluation:
+    return objective.evaluate(action)
 
 
 class RolloutPool:
-    """Evaluates batches of actions for one objective, inline (``workers <= 1``)
-    or in a process pool. Use as a context manager; results keep input order."""
+    """Evaluates batches of actions for one objective over ``workers`` processes
+    (`simpatterns.parallel`); each worker builds the objective once. Use as a context
+    manager; results keep input order and do not depend on the number of workers."""
 
     def __init__(self, objective: Objective, workers: int = 1):
         self.objective = objective
         self.workers = max(1, int(workers))
-        self._pool: ProcessPoolExecutor | None = None
+        self._executor: Executor | None = None
 
     def __enter__(self) -> "RolloutPool":
-        if self.workers > 1:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=pool_context(),
-                initializer=_worker_init, initargs=(self.objective,),
-            )
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
 
     def evaluate(self, actions: Sequence[Sequence[float]]) -> list[Evaluation]:
         acts = [[float(v) for v in a] for a in actions]
-        if self._pool is None or len(acts) <= 1:
+        if self.workers <= 1 or len(acts) <= 1:  # one rollout: no message round trip
             return [self.objective.evaluate(a) for a in acts]
-        return list(self._pool.map(_worker_eval, acts))
-
-
-def default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-def as_action(a: Any) -> np.ndarray:
-    return np.asarray(a, dtype=np.float64).reshape(3)
+        if self._executor is None:  # workers start on the first batch and serve every later one
+            self._executor = make_executor(self.workers, WorkerSetup(_worker_objective, (self.objective,)))
+        return self._executor.map(_evaluate, acts, chunksize=1)

@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 console = Console(soft_wrap=True)  # no hard wraps: output is often piped or grepped
@@ -74,15 +73,18 @@ def simulate_cmd(
         + ("[green]SOLVED[/green]" if tr.success else "[red]not solved[/red]")
         + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else "")
     )
-    if out:
-        tr.save(out)
-        console.print(f"trace -> {out}")
-    if gif:
-        save_gif(tr, gif, stride=max(1, 4 // stride))
-        console.print(f"gif -> {gif}")
-    if png:
-        save_png(tr, png)
-        console.print(f"png -> {png}")
+    try:
+        if out:
+            tr.save(out)
+            console.print(f"trace -> {out}")
+        if gif:
+            save_gif(tr, gif, stride=max(1, 4 // stride))
+            console.print(f"gif -> {gif}")
+        if png:
+            save_png(tr, png)
+            console.print(f"png -> {png}")
+    except OSError as exc:  # a WriteError names the user's path
+        _fail(str(exc))
 
 
 def dataset(
@@ -103,11 +105,10 @@ def dataset(
         jobs = plan_jobs(ids, variants, actions, seed=seed, stride=stride)
     except (ValueError, KeyError, LookupError) as exc:
         _fail(str(exc.args[0] if exc.args else exc))
-    with Progress(
-        TextColumn("[bold]dataset"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    ) as bar:
-        task = bar.add_task("rollouts", total=len(jobs))
-        rows = build_dataset(jobs, out, workers=workers, on_done=lambda _r: bar.advance(task))
+    try:
+        rows = build_dataset(jobs, out, workers=workers, progress=True)
+    except OSError as exc:
+        _fail(str(exc))
     ok = [r for r in rows if r.get("file")]
     solved = sum(r["success"] for r in ok)
     console.print(f"{len(ok)} traces in {out} ({solved} solved); index -> {out / 'index.jsonl'}")

@@ -3,21 +3,24 @@
 A dataset directory holds one ``.npz`` trace per rollout, named
 ``T<template>_V<variant>_<kind><k>.npz``, and ``index.jsonl`` with one line
 per trace (file, template, variant, kind, action, success, frames). Traces
-are written atomically as they finish; a re-run skips files that already
-load, so an interrupted build resumes where it stopped.
+are written atomically as they finish (work is mapped over processes by
+`simpatterns.parallel`); the index lists them in job order. A re-run skips
+files that already load, so an interrupted build resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from simpatterns.files import WriteError, atomic_write_lines
+from simpatterns.parallel import parallel_map
 from simpatterns.simulators.phyre import check_action, get_template, load_scene, simulate
 from simpatterns.simulators.phyre.variants import random_valid_action
 from simpatterns.trace import Trace, TraceFormatError
@@ -133,36 +136,27 @@ def build_dataset(
     out_dir: str | os.PathLike,
     workers: int = 1,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
+    """Run ``jobs`` over ``workers`` processes; each trace is written as it finishes.
+
+    Returns the index rows in job order (also written to ``index.jsonl``). On
+    Ctrl-C the index lists the traces finished so far and a re-run resumes.
+    ``on_done`` sees each row as its trace is written; ``progress`` shows a bar."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    if workers <= 1:
-        for job in jobs:
-            rows.append(run_job(job, str(out)))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create the dataset folder ({exc.strerror or exc})") from None
+    rows: list[dict[str, Any] | None] = [None] * len(jobs)
+    try:
+        # one rollout per message: a rollout costs far more than the message
+        for i, row in parallel_map(partial(run_job, out_dir=str(out)), jobs, workers=workers,
+                                   progress="dataset" if progress else None, chunksize=1):
+            rows[i] = row
             if on_done:
-                on_done(rows[-1])
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            futs = [pool.submit(run_job, job, str(out)) for job in jobs]
-            for fut in as_completed(futs):
-                rows.append(fut.result())
-                if on_done:
-                    on_done(rows[-1])
-    order = {job.filename: i for i, job in enumerate(jobs)}
-    rows.sort(key=lambda r: order.get(r["file"] or "", -1))
-    tmp = out / f".{INDEX_NAME}.tmp"
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, out / INDEX_NAME)
-    return rows
-
-
-def read_index(directory: str | os.PathLike) -> list[dict[str, Any]]:
-    path = Path(directory) / INDEX_NAME
-    rows = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}:{exc.colno}: {exc.msg}") from exc
-    return rows
+                on_done(row)
+    finally:
+        done = [r for r in rows if r is not None]
+        atomic_write_lines(out / INDEX_NAME, (json.dumps(r) for r in done))
+    return done

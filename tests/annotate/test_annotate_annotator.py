@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simpatterns.annotate.annotation import Annotation
-from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate, annotate_many, run_detector
+from simpatterns.annotation import Annotation
+from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate, annotate_iter, annotate_many, run_detector
 from simpatterns.detectors.contract import DetectorError, load_detector
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.trace import TraceFormatError
@@ -101,3 +101,22 @@ def test_unreadable_trace_files(tmp_path, small_library, drop_trace):
     anns = annotate_many([good, bad], small_library, on_error="record")
     assert not anns[0].errors and anns[0].events
     assert TRACE_ERROR_KEY in anns[1].errors and "bad.npz" in anns[1].errors[TRACE_ERROR_KEY]
+
+
+def test_annotate_iter_yields_each_trace_as_it_is_done(drop_traces, small_library):
+    items = list(drop_traces[:4])
+    many = annotate_many(items, small_library)
+    for workers in (1, 2):
+        seen = dict(annotate_iter(items, small_library, workers=workers))
+        assert sorted(seen) == [0, 1, 2, 3]
+        assert all(seen[i].equals(many[i]) and seen[i].trace_id == many[i].trace_id for i in seen)
+    # stopping early stops the workers; what was yielded is whole
+    it = annotate_iter(items, small_library, workers=2)
+    i, first = next(it)
+    it.close()
+    assert first.equals(many[i])
+    # the arguments are checked at the call, before anything runs
+    with pytest.raises(ValueError, match="on_error"):
+        annotate_iter(items, small_library, on_error="ignore")
+    with pytest.raises(ValueError, match="trace_ids"):
+        annotate_iter(items, small_library, trace_ids=["a"])

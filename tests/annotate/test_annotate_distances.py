@@ -3,9 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.distances import (
     EPSILON,
+    activation_histograms,
+    event_histograms,
     annotation_distance,
     annotation_distance_matrix,
     dataset_hash,
@@ -147,7 +149,7 @@ def test_cache_is_keyed_by_content(tmp_path, drop_traces):
 # ------------------------------------------------------------------ annotations
 def ann(frames_by_pattern: dict[str, list[int]], T: int = 100) -> Annotation:
     events = [PatternEvent(p, f, {}) for p, fs in frames_by_pattern.items() for f in fs]
-    return Annotation(events=events, num_frames=T, patterns=sorted(frames_by_pattern))
+    return Annotation.from_events(events, num_frames=T, patterns=sorted(frames_by_pattern))
 
 
 def test_histograms_are_smoothed_distributions():
@@ -164,6 +166,36 @@ def test_histograms_are_smoothed_distributions():
     blurred = np.array([0.75 * raw[0] + 0.25 * raw[1]] + [0.25 * raw[k - 1] + 0.5 * raw[k] + 0.25 * raw[k + 1] for k in range(1, 9)] + [0.25 * raw[8] + 0.75 * raw[9]])
     expect = (1 - EPSILON) * blurred / blurred.sum() + EPSILON / 10
     np.testing.assert_allclose(h[0], expect)
+
+
+def _smoothed(raw: np.ndarray) -> np.ndarray:
+    """The documented smoothing, written out: blur [1/4, 1/2, 1/4] keeping mass at the edges,
+    normalise, mix with EPSILON of uniform."""
+    b = len(raw)
+    pad = np.concatenate([raw[:1], raw, raw[-1:]])
+    blurred = 0.25 * pad[:-2] + 0.5 * pad[1:-1] + 0.25 * pad[2:]
+    return (1 - EPSILON) * blurred / blurred.sum() + EPSILON / b
+
+
+def test_activation_histograms_hand_computed():
+    # 4 bins; row 0 over 100 frames: 0, 0 (once), 24 -> bin 0; 25 -> bin 1; 99 -> bin 3
+    # row 1 over 8 frames (per-row horizon): 2 -> bin 1, 7 -> bin 3, 9 (past the horizon) -> last bin
+    # row 2: nothing -> uniform
+    h = activation_histograms([[0, 0, 24, 25, 99], np.array([2, 7, 9]), []], np.array([100, 8, 8]), bins=4)
+    assert h.shape == (3, 4)
+    np.testing.assert_allclose(h[0], _smoothed(np.array([2.0, 1, 0, 1])))
+    np.testing.assert_allclose(h[1], _smoothed(np.array([0.0, 1, 0, 2])))
+    np.testing.assert_allclose(h[2], 0.25)
+    # one horizon for every row
+    np.testing.assert_allclose(activation_histograms([[5], [95]], 100, bins=2),
+                               [_smoothed(np.array([1.0, 0])), _smoothed(np.array([0.0, 1]))])
+    with pytest.raises(ValueError, match="bins"):
+        activation_histograms([[1]], 10, bins=0)
+    # any order of frames and rows gives the same rows
+    np.testing.assert_allclose(activation_histograms([[], [99, 0, 25, 0, 24]], 100, bins=4)[1], h[0])
+    # event lists as stored give what their frames give
+    events = [[(0, {}), (0, {"k": 1}), (24, {}), (25, {}), (99, {})], [(2, {}), (7, {}), (9, {})], []]
+    np.testing.assert_allclose(event_histograms(events, np.array([100, 8, 8]), bins=4), h)
 
 
 def test_cross_entropy_matches_the_formula_and_is_symmetric():

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simpatterns.annotate.annotation import PatternEvent, params_key, sort_events
+from simpatterns.annotation import PatternEvent, params_key, sort_events
 from simpatterns.detectors.contract import DetectorError, validate_events
 from simpatterns.simulators.phyre import SceneBuilder, simulate
 

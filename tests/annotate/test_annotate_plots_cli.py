@@ -5,7 +5,7 @@ import json
 from PIL import Image
 from typer.testing import CliRunner
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate
 from simpatterns.annotate.plots import captioned_gif, frame_captions, timeline_plot
 
@@ -19,15 +19,15 @@ def test_timeline_plot_writes_a_png(tmp_path, drop_trace, small_library, sources
         assert img.format == "PNG"
         w, h = img.size
     # one row per pattern: a library with more patterns gives a taller figure
-    more = Annotation(events=ann.events, num_frames=ann.num_frames, patterns=ann.patterns + [f"p{k}" for k in range(8)])
+    more = Annotation.from_events(ann.events, num_frames=ann.num_frames, patterns=ann.patterns + [f"p{k}" for k in range(8)])
     with Image.open(timeline_plot(more, tmp_path / "more.png")) as img:
         assert img.size[0] == w and img.size[1] > h
     assert sorted(p.name for p in tmp_path.iterdir()) == ["more.png", "t.png"]
 
 
 def test_captions_list_events_since_the_previous_shown_frame():
-    ann = Annotation(
-        events=[
+    ann = Annotation.from_events(
+        [
             PatternEvent("bounce", 3, {"object": "red ball"}),
             PatternEvent("touch", 4, {"object_a": "red ball", "object_b": "ground"}),
             PatternEvent("touch", 5, {"object_a": "red ball", "object_b": "ground"}),
@@ -83,3 +83,15 @@ def test_cli_annotate(tmp_path, drop_traces, small_library):
     assert "broken.npz" in " ".join(res.output.split()) and (tmp_path / "o2" / "a.annotation.jsonl").is_file()
     res = runner.invoke(app, ["annotate", str(tmp_path / "nothing")])
     assert res.exit_code == 2
+
+
+def test_cli_annotate_names_an_output_path_it_cannot_write(tmp_path, drop_traces, small_library):
+    from simpatterns.cli import app
+
+    drop_traces[0].save(tmp_path / "new" / "a.npz")  # Trace.save creates missing folders
+    small_library.save(tmp_path / "lib")
+    (tmp_path / "taken").write_text("")
+    res = CliRunner().invoke(app, ["annotate", str(tmp_path / "new"), "--library", str(tmp_path / "lib"),
+                                   "--out", str(tmp_path / "taken" / "out")])
+    assert res.exit_code == 2, res.output
+    assert "error:" in res.output and "taken" in res.output

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate
 from simpatterns.annotate.text import annotation_text, scene_header, timeline_text
 from simpatterns.simulators.phyre import get_template, simulate
@@ -24,7 +24,7 @@ def test_scene_header_names_bodies_action_and_positions():
 
 def _annotation(events: list[tuple[str, int, dict]], T: int = 600, patterns=None) -> Annotation:
     pats = patterns or sorted({e[0] for e in events})
-    return Annotation(events=[PatternEvent(p, f, q) for p, f, q in events], num_frames=T, patterns=pats, dt=1 / 60)
+    return Annotation.from_events([PatternEvent(p, f, q) for p, f, q in events], num_frames=T, patterns=pats, dt=1 / 60)
 
 
 def test_per_frame_activations_merge_into_intervals(drop_trace):

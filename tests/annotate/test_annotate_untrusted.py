@@ -1,5 +1,5 @@
 """Untrusted (LLM-written, provenance "evolved") detectors: loading never executes them,
-annotation runs them only in the evolver's sandbox.
+annotation puts them through the AST gate and runs them only in the sandbox.
 
 The hostile detectors here reach what the gate forbids by name (``g = getattr``
 and a format string). The gate now rejects both (checked below), so the other
@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.annotator import annotate, annotate_many, run_detector
-from simpatterns.annotate.sandboxed import _SHARED, SandboxPolicy, close_shared_sandbox, plan_phases
+from simpatterns.annotate.phases import plan_phases
+from simpatterns.annotate.sandboxed import _SHARED, SandboxPolicy, close_shared_sandbox
+from simpatterns.sandbox.gate import check_untrusted
 from simpatterns.detectors.contract import DetectorError
 from simpatterns.detectors.library import LibraryError, PatternLibrary
 
@@ -219,21 +221,25 @@ def build(path: Path, hostile: bool, tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def gate_bypassed(monkeypatch):
-    import simpatterns.evolve.gate as gate
+    import simpatterns.sandbox.gate as gate
 
     monkeypatch.setattr(gate, "_walk", lambda tree: None)
 
 
-def test_gate_rejects_the_probes_on_its_own(tmp_path, monkeypatch):
-    import simpatterns.evolve.gate as gate
+def test_gate_rejects_the_probes_on_its_own(tmp_path, drop_trace, monkeypatch):
+    import simpatterns.sandbox.gate as gate
 
     monkeypatch.undo()  # the real gate
     assert gate._walk is not None
     for src, what in ((ENV_PROBE, ".format"), (writer_source(tmp_path), "getattr")):
         lib = PatternLibrary.from_detectors([TOUCHING, MOVING])
-        with pytest.raises(DetectorError, match="AST gate") as err:
-            lib.add(src, provenance="evolved")
-        assert what in str(err.value)
+        lib.add(src, provenance="evolved")  # the contract's static checks only: nothing runs
+        for run in (lambda: check_untrusted(lib), lambda: annotate(drop_trace, lib),
+                    lambda: annotate_many([drop_trace], lib)):
+            with pytest.raises(LibraryError, match="AST gate") as err:
+                run()
+            assert what in str(err.value)
+    assert not (tmp_path / "loaded.npy").exists() and not (tmp_path / "ran.npy").exists()
 
 
 @pytest.fixture()
@@ -282,7 +288,7 @@ def test_opting_in_runs_evolved_code_in_process(hostile_dir, tmp_path):
     assert back.untrusted_labels() == []
 
 
-def test_gate_rejects_an_evolved_file_on_load(tmp_path, monkeypatch):
+def test_gate_rejects_an_evolved_file_before_anything_runs(tmp_path, drop_trace, monkeypatch):
     monkeypatch.undo()  # the real gate
     marker = tmp_path / "opened.txt"
     bad = MALFORMED.replace("    return [", f"    open({str(marker)!r}, 'w')\n    return [")
@@ -292,12 +298,18 @@ def test_gate_rejects_an_evolved_file_on_load(tmp_path, monkeypatch):
     manifest = json.loads((tmp_path / "lib" / "library.json").read_text())
     manifest["patterns"][1]["provenance"] = "evolved"
     (tmp_path / "lib" / "library.json").write_text(json.dumps(manifest))
+    loaded = PatternLibrary.load(tmp_path / "lib")  # loading does the contract's static checks only
+    assert loaded.untrusted_labels() == ["opener"]
     with pytest.raises(LibraryError) as err:
-        PatternLibrary.load(tmp_path / "lib")
+        annotate_many([drop_trace], loaded)  # the gate, before any detector runs
     msg = str(err.value)
-    assert "opener.py" in msg and "AST gate" in msg and "forbidden_name" in msg and "open" in msg
-    with pytest.raises(DetectorError, match="AST gate"):
-        PatternLibrary.from_detectors([TOUCHING]).add(bad.replace("malformed", "opener"), provenance="evolved")
+    line = bad.splitlines().index(f"    open({str(marker)!r}, 'w')") + 1
+    assert f"{tmp_path / 'lib' / 'opener.py'}:{line}:" in msg
+    assert "AST gate" in msg and "forbidden_name" in msg and "open" in msg and "'opener'" in msg
+    added = PatternLibrary.from_detectors([TOUCHING])
+    added.add(bad.replace("malformed", "opener"), provenance="evolved")
+    with pytest.raises(LibraryError, match="AST gate"):
+        annotate(drop_trace, added)
     assert not marker.exists()
 
 

@@ -126,3 +126,33 @@ def test_ctrl_c_stops_promptly_and_keeps_finished_results(tmp_path):
     assert elapsed < 2.0
     assert "interrupted with [0, 1, 2, 3]" in out
     assert "Traceback" not in err
+
+
+def _write_slowly(path: str) -> str:
+    from simpatterns.files import atomic_open
+
+    with atomic_open(path) as fh:
+        fh.write("partial")
+        time.sleep(30)  # interrupted here, mid-write
+    return path
+
+
+def test_stopping_workers_mid_write_leaves_no_temporary_file(tmp_path):
+    def stop_at_first(pairs):
+        for _ in pairs:
+            raise KeyboardInterrupt
+
+    quick = str(tmp_path / "quick.txt")
+    with pytest.raises(KeyboardInterrupt):
+        with ProcessExecutor(2) as ex:
+            items = [str(tmp_path / f"slow{i}.txt") for i in range(3)]
+            stop_at_first(ex.imap(_square_or_write, [quick] + items, chunksize=1))
+    time.sleep(0.2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quick.txt"]
+
+
+def _square_or_write(path: str) -> str:
+    if path.endswith("quick.txt"):
+        Path(path).write_text("done")
+        return path
+    return _write_slowly(path)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from simpatterns.annotate.annotation import Annotation
+from simpatterns.annotation import Annotation
 from simpatterns.annotate.annotator import annotate
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import SceneBuilder, simulate

@@ -28,6 +28,7 @@ SELF_DISCOVERED = {
     "vertical order flip",
 }
 REQUIRED = {"PATTERN", "DESCRIPTION", "DEPENDS", "PARAMS"}
+DECLARED = {"BODY_PARAMS", "DIRECTED", "DURATION"}  # optional in the contract; every built-in sets all three
 
 
 def build_manifest_module():
@@ -52,7 +53,8 @@ def test_manifest_is_up_to_date_and_matches_the_files():
         source = (BUILTIN_DIR / rec["file"]).read_text()
         assert rec["source_hash"] == source_hash(source)
         assert rec["fitness"] is None
-        assert set(rec) == {"label", "file", "description", "depends", "params", "provenance", "fitness", "source_hash"}
+        assert set(rec) == {"label", "file", "description", "depends", "params", "body_params", "directed", "duration",
+                            "provenance", "fitness", "source_hash"}
 
 
 def test_the_library_covers_the_issue_list_with_provenance(builtin_library):
@@ -93,13 +95,15 @@ def test_detector_file_form(path):
     assert det.pattern == det.pattern.lower() and det.description.endswith(".")
     tree = ast.parse(source)
     lines = source.splitlines()
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert DECLARED <= assigned, f"{path.name} must declare {sorted(DECLARED - assigned)} explicitly"
     for node in tree.body:
         if isinstance(node, ast.Import):
             assert all(a.name in ("numpy", "math") for a in node.names)
         if isinstance(node, ast.Assign):
             target = node.targets[0]
             names = [e.id for e in target.elts] if isinstance(target, ast.Tuple) else [target.id]
-            if set(names) <= REQUIRED:
+            if set(names) <= REQUIRED | DECLARED:
                 continue
             name = ", ".join(names)
             assert name.isupper(), f"{path.name}:{node.lineno}: module-level {name} should be a named constant"
@@ -126,6 +130,12 @@ def test_every_event_carries_the_declared_params_and_names_real_bodies(builtin_l
                 assert e.params[key] in names, (e.pattern, key, e.params)
             for name in e.params.get("between", []):
                 assert name in names
+            for key in det.body_params:  # what the detector declares names bodies does
+                value = e.params[key]
+                assert all(v in names for v in (value if isinstance(value, list) else [value])), (e.pattern, key)
+            assert set(det.body_params) >= body_keys & set(e.params) | ({"between"} & set(e.params))
+            if det.duration == "interval":
+                assert type(e.params["frames"]) is int and e.params["frames"] >= 1, (e.pattern, e.params)
             if "object_a" in e.params and "object_b" in e.params and e.pattern in SYMMETRIC:
                 ia, ib = run.trace.body_index(e.params["object_a"]), run.trace.body_index(e.params["object_b"])
                 assert ia < ib, (e.pattern, e.params)

@@ -6,7 +6,7 @@ from typing import Iterable
 
 import numpy as np
 
-from simpatterns.annotate.annotation import Annotation, PatternEvent
+from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.trace import Body, Trace
 
 BODIES = ("ground", "left wall", "right wall", "top wall", "green ball", "blue ball", "red ball")
@@ -23,7 +23,7 @@ def separate(frame: int, a: str, b: str) -> PatternEvent:
 def annotation(events: Iterable[PatternEvent], num_frames: int = 101, patterns: list[str] | None = None) -> Annotation:
     events = list(events)
     pats = patterns if patterns is not None else sorted({e.pattern for e in events})
-    return Annotation(events=events, num_frames=num_frames, patterns=pats, dt=1 / 60)
+    return Annotation.from_events(events, num_frames=num_frames, patterns=pats, dt=1 / 60)
 
 
 def make_trace(

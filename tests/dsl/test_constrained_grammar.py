@@ -194,3 +194,18 @@ def test_specialised_grammar_refuses_what_would_not_check(library):
         # each is wrong for the checker too (or, for the last two, a program the grammar keeps out)
         if "# done" not in bad and not bad.startswith("EVENT"):
             assert check(bad, library, [b.name for b in bodies]), bad
+
+
+def test_body_params_are_what_the_library_declares(library):
+    """A param is a body where the checker checks one: the detector's ``BODY_PARAMS`` (through
+    ``library.declarations()``), else the contract's default (``object``, ``object_*``)."""
+    names = [b.name for b in phyre_scene_bodies("00000:0")]
+    g = GBNF.parse(specialised_grammar(library, names))
+    assert "surface" in library.declarations()["bounce"].body_params
+    assert g.accepts('AND(EVENT("bounce", {"surface": "green ball"}))')
+    assert not g.accepts('AND(EVENT("bounce", {"surface": "the floor"}))')
+    assert check('AND(EVENT("bounce", {"surface": "the floor"}))', library, names)  # the checker agrees
+    # no declarations (a plain mapping): the default; other keys take any short string or number
+    free = GBNF.parse(specialised_grammar({"bounce": ["object", "surface"]}, names))
+    assert free.accepts('AND(EVENT("bounce", {"surface": "the floor", "object": "green ball"}))')
+    assert not free.accepts('AND(EVENT("bounce", {"object": "the floor"}))')

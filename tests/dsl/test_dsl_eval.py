@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dsl_builders import annotation, collide, make_trace, separate
-from simpatterns.annotate.annotation import PatternEvent
+from simpatterns.annotation import PatternEvent
+from simpatterns.detectors import PatternLibrary
 from simpatterns.dsl import DSLError, DSLEvaluationError, RewardProgram, compile_program
 
 inv = lambda x: 1 / (1 + math.log(1 + x))  # noqa: E731  the documented inverse-log shaping
@@ -45,12 +46,18 @@ def test_wildcard_needs_the_key_present():
 
 
 def test_directed_patterns_do_not_swap():
+    lib = PatternLibrary.builtin()  # "support relationship" declares DIRECTED = True
     ann = annotation([PatternEvent("support relationship", 5, {"object_a": "red ball", "object_b": "ground"})])
-    assert ok('EVENT("support relationship", {"object_a": "red ball", "object_b": "ground"})', ann)
-    assert not ok('EVENT("support relationship", {"object_a": "ground", "object_b": "red ball"})', ann)
+    run_lib = lambda text: compile_program(text, library=lib).evaluate(ann).success  # noqa: E731
+    assert run_lib('EVENT("support relationship", {"object_a": "red ball", "object_b": "ground"})')
+    assert not run_lib('EVENT("support relationship", {"object_a": "ground", "object_b": "red ball"})')
+    assert not run_lib('EVENT("support relationship", {"object_a": "ground"})')
+    assert RewardProgram.from_text('EVENT("support relationship", {"object_a": "ground"})', lib)(ann) < 1.0
     # and can be declared symmetric (or other labels directed) when compiling
-    prog = compile_program('EVENT("support relationship", {"object_a": "ground"})', directed=())
+    prog = compile_program('EVENT("support relationship", {"object_a": "ground"})', directed=(), library=lib)
     assert prog.evaluate(ann).success
+    # without a library nothing is known to be directed: the contract's default, either order
+    assert ok('EVENT("support relationship", {"object_a": "ground"})', ann)
 
 
 def test_list_valued_params_compare_as_sequences():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dsl_builders import annotation, collide, make_trace, separate
-from simpatterns.annotate.annotation import PatternEvent
+from simpatterns.annotation import PatternEvent
 from simpatterns.dsl import RewardProgram, parse
 
 GOALS = Path(__file__).resolve().parents[2] / "examples" / "goals"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsl_builders import GEN_BODIES, GEN_PATTERNS, PAIR_PATTERNS, ProgramGenerator, annotation, make_trace
-from simpatterns.annotate.annotation import PatternEvent
+from simpatterns.annotation import PatternEvent
 from simpatterns.dsl import compile_program, format_expr, format_program, parse, predicate_names
 from simpatterns.dsl.syntax import Call, Compare, DictLit, Keyword, ListLit, Num, Program, Str, TupleLit
 

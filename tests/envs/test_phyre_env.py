@@ -1,4 +1,4 @@
-"""PhyreOneBall-v0: Gymnasium compliance, determinism, vector envs, invalid actions, rewards."""
+"""PhyreOneBall-v0: Gymnasium compliance, determinism, vector envs, invalid actions, options, rewards."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import simpatterns.envs  # noqa: F401  (registers the ids)
-from simpatterns.envs import ENV_IDS, PHYRE_ONE_BALL, register_envs
+from simpatterns.envs import ENV_IDS, PHYRE_ONE_BALL, RewardProgramWrapper, register_envs
 from simpatterns.envs.observation import OBJECT_COLUMNS, SEMANTIC_CHANNELS
 from simpatterns.simulators.phyre import SceneBuilder, get_template
 
@@ -28,6 +28,19 @@ PROGRAM = """AND(
 
 def make(**kw) -> gym.Env:
     return gym.make(PHYRE_ONE_BALL, **{**FAST, **kw})
+
+
+def wrapped(program: str = PROGRAM, reward: str = "score", **kw) -> gym.Env:
+    return RewardProgramWrapper(make(**kw), program, reward)
+
+
+def check_wrapped_env(env: gym.Env, **kw) -> None:
+    """`check_env` on a program-reward wrapper, every warning an error but the
+    one that says a wrapper is being checked."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped")
+        check_env(env, **kw)
 
 
 def solution(variant: int = 0) -> np.ndarray:
@@ -69,18 +82,21 @@ def test_check_env_every_obs_mode(obs_mode):
 def test_check_env_render_modes_and_program_reward(render_mode):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        env = make(obs_mode="semantic", reward_mode="program", reward_program=PROGRAM, render_mode=render_mode)
+        env = make(obs_mode="semantic", render_mode=render_mode)
         check_env(env.unwrapped, skip_render_check=False)
+    # the program reward's wrapper around the bare env (the trace in info switched on)
+    check_wrapped_env(RewardProgramWrapper(make(obs_mode="semantic", render_mode=render_mode).unwrapped, PROGRAM),
+                      skip_render_check=False)
 
 
 def test_named_scene_env_passes_check_env():
     from simpatterns.envs.scenes import bucket_program_text
 
-    env = gym.make(PHYRE_ONE_BALL, scene="buckets", reward_mode="program", reward_program=bucket_program_text(1),
-                   obs_mode="objects", max_steps=120)
+    env = gym.make(PHYRE_ONE_BALL, scene="buckets", obs_mode="objects", max_steps=120)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
+    check_wrapped_env(RewardProgramWrapper(env.unwrapped, bucket_program_text(1)))
 
 
 def _rollout(env: gym.Env, seed: int, action) -> tuple:
@@ -108,21 +124,21 @@ def test_reset_seed_reproduces_episode_exactly():
 def _vector_expected(kw: dict, seeds: list[int], actions: np.ndarray):
     out = []
     for s, a in zip(seeds, actions):
-        env = make(**kw)
+        env = wrapped(**kw)
         out.append(_rollout(env, s, a))
     return out
 
 
-@pytest.mark.parametrize("vector_cls", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
-def test_vector_envs_match_sequential_runs(vector_cls):
-    kw = dict(obs_mode="semantic", reward_mode="program", reward_program=PROGRAM)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs_match_sequential_runs(mode):
+    kw = dict(obs_mode="semantic")
     seeds = [3, 4, 5, 6]
     actions = np.stack([solution(0), np.array([0.1, 0.9, 0.2], np.float32),
                         np.array([0.5, 0.5, 0.9], np.float32), np.array([0.8, 0.6, 0.3], np.float32)])
-    # worker processes start fresh: the module prefix makes gym.make import (and register) us there
-    fns = [functools.partial(gym.make, f"simpatterns.envs:{PHYRE_ONE_BALL}", **FAST, **kw) for _ in seeds]
-    extra = {"context": "forkserver"} if vector_cls is gym.vector.AsyncVectorEnv else {}
-    venv = vector_cls(fns, **extra)
+    # the program reward is the wrapper, applied in each worker (a picklable partial of the class)
+    venv = gym.make_vec(PHYRE_ONE_BALL, num_envs=len(seeds), vectorization_mode=mode,
+                        vector_kwargs={"context": "forkserver"} if mode == "async" else {},
+                        wrappers=[functools.partial(RewardProgramWrapper, program=PROGRAM)], **FAST, **kw)
     try:
         obs0, info0 = venv.reset(seed=seeds)
         obs1, rew, term, trunc, info1 = venv.step(actions)
@@ -136,6 +152,7 @@ def test_vector_envs_match_sequential_runs(vector_cls):
         assert rew[i] == pytest.approx(e_r, abs=0)
         assert bool(term[i]) == e_term
         assert bool(info1["is_success"][i]) == e_info1["is_success"]
+        assert info1["trace"][i].equals(e_info1["trace"])  # the trace travels in info, also from workers
         for key in e_info1:
             if key.startswith("reward/"):
                 assert info1[key][i] == e_info1[key]
@@ -143,7 +160,7 @@ def test_vector_envs_match_sequential_runs(vector_cls):
 
 
 def test_invalid_actions_end_the_episode_with_a_reason():
-    env = make(reward_mode="program", reward_program=PROGRAM)
+    env = wrapped()
     env.reset(seed=0)
     scene = env.unwrapped.scene
     green = next(b for b in scene.bodies if b.name == "green ball")
@@ -160,7 +177,8 @@ def test_invalid_actions_end_the_episode_with_a_reason():
         assert expect in info["invalid_reason"], (expect, info["invalid_reason"])
         assert r == 0.0 and term and not info["is_success"]
         assert env.observation_space.contains(obs)
-        assert all(v == 0.0 for k, v in info.items() if k.startswith("reward/"))
+        assert info["trace"] is None and info["annotation"] is None and info["program_score"] == 0.0
+        assert [v for k, v in info.items() if k.startswith("reward/")] == [0.0, 0.0, 0.0]
     disc = make(action_bins=4)
     disc.reset(seed=0)
     _, r, term, _, info = disc.step(64)
@@ -182,12 +200,12 @@ def test_malformed_actions_and_misuse_raise_clear_errors():
     disc.reset(seed=0)
     with pytest.raises(ValueError, match="integer"):
         disc.step(1.5)
-    with pytest.raises(ValueError, match="reward_program"):
+    with pytest.raises(TypeError, match="RewardProgramWrapper"):
         make(reward_mode="program")
     with pytest.raises(ValueError, match="no shipped variants|variants"):
         gym.make(PHYRE_ONE_BALL, template="00000", variant=10_000)
-    with pytest.raises(ValueError, match="does not fit"):
-        make(reward_mode="program", reward_program='NEARBY_AT("purple jar", x=1, y=1)').reset(seed=0)
+    with pytest.raises(ValueError, match="does not fit the scene 00000:"):
+        wrapped('NEARBY_AT("purple jar", x=1, y=1)').reset(seed=0)
 
 
 def test_discrete_actions_are_grid_cell_centres():
@@ -220,7 +238,7 @@ def test_program_reward_equals_reward_eval_cli(tmp_path):
 
     from simpatterns.cli import app
 
-    env = make(reward_mode="program", reward_program=PROGRAM, info_trace=True, max_steps=1000)
+    env = wrapped(max_steps=1000)
     rows = []
     for k, action in enumerate([solution(0), np.array([0.2, 0.8, 0.5], np.float32)]):
         env.reset(seed=0, options={"template": "00000", "variant": 0})
@@ -237,32 +255,37 @@ def test_program_reward_equals_reward_eval_cli(tmp_path):
     results = [json.loads(line) for line in out.output.splitlines() if line.startswith("{")]
     assert len(results) == 2
     for (r, info, _), res in zip(rows, results):
-        assert r == res["score"]
+        assert r == res["score"] == info["program_score"]
         assert info["is_success"] == res["success"]
         assert [info[f"reward/{c['text']}"] for c in res["clauses"]] == [c["score"] for c in res["clauses"]]
     assert rows[0][1]["is_success"] and not rows[1][1]["is_success"]  # one success, one partial
 
 
-def test_wrapper_gives_the_program_reward_of_program_mode():
-    from simpatterns.envs import RewardProgramWrapper
+def test_wrapper_info_and_the_annotation_it_reads():
+    from simpatterns.annotation import Annotation
 
-    wrapped = RewardProgramWrapper(make(), PROGRAM)
-    direct = make(reward_mode="program", reward_program=PROGRAM)
+    plain = wrapped()
+    texted = wrapped(render_mode="ansi")  # the env annotates with the whole library: the wrapper reuses it
     for action in (solution(0), np.array([0.3, 0.7, 0.4], np.float32)):
-        wrapped.reset(seed=1)
-        _, rw, _, _, iw = wrapped.step(action)
-        direct.reset(seed=1)
-        _, rd, _, _, idd = direct.step(action)
-        assert rw == rd and iw["is_success"] == idd["is_success"]
-        assert {k: v for k, v in iw.items() if k.startswith("reward/")} == \
-            {k: v for k, v in idd.items() if k.startswith("reward/")}
-    assert "task_success" in iw
-    with pytest.raises(TypeError, match="last_trace"):
+        _, info0 = plain.reset(seed=1)
+        assert "red ball" in info0["bodies"] and "green ball" in info0["bodies"]
+        _, r1, _, _, i1 = plain.step(action)
+        texted.reset(seed=1)
+        _, r2, _, _, i2 = texted.step(action)
+        assert r1 == r2 == i1["program_score"] and i1["is_success"] == i2["is_success"]
+        assert {k: v for k, v in i1.items() if k.startswith("reward/")} == \
+            {k: v for k, v in i2.items() if k.startswith("reward/")}
+        assert "task_success" in i1 and i1["trace"].num_frames == i1["num_frames"]
+        # the program reads one pattern: only it and its dependencies are annotated
+        assert isinstance(i1["annotation"], Annotation) and "collision start" in i1["annotation"].patterns
+        assert len(i1["annotation"].patterns) < len(i2["annotation"].patterns)
+        assert i2["annotation"].events_of("collision start") == i1["annotation"].events_of("collision start")
+    with pytest.raises(TypeError, match="info_trace"):
         RewardProgramWrapper(gym.make("CartPole-v1"), PROGRAM)
 
 
 def test_program_success_mode_is_binary_and_sparse_is_task_success():
-    succ = make(reward_mode="program", reward_program=PROGRAM, program_reward="success")
+    succ = wrapped(reward="success")
     sparse = make()
     for action in (solution(0), np.array([0.3, 0.7, 0.4], np.float32)):
         succ.reset(seed=0, options={"template": "00000", "variant": 0})
@@ -271,6 +294,55 @@ def test_program_success_mode_is_binary_and_sparse_is_task_success():
         _, r2, _, _, i2 = sparse.step(action)
         assert r1 in (0.0, 1.0) and r1 == float(i1["is_success"])
         assert r2 == float(i2["task_success"])
+    with pytest.raises(ValueError, match="score"):
+        wrapped(reward="dense")
+
+
+def test_options_come_in_groups_or_as_flat_keywords():
+    from simpatterns.envs import ObservationOptions, PhyreOneBallEnv, RenderOptions, SimulationOptions, TaskOptions
+
+    grouped = PhyreOneBallEnv(task=TaskOptions(template="00000", variant=2),
+                              simulation=SimulationOptions(max_steps=240),
+                              observation=ObservationOptions(obs_mode="objects", max_objects=8),
+                              rendering=RenderOptions(render_mode="ansi", text_budget=500))
+    flat = gym.make(PHYRE_ONE_BALL, template="00000", variant=2, max_steps=240, obs_mode="objects", max_objects=8,
+                    render_mode="ansi", text_budget=500)
+    for env in (grouped, flat.unwrapped):
+        assert env.task_options == TaskOptions(template="00000", variant=2)
+        assert env.sim_options.max_steps == 240 and env.obs_options.max_objects == 8
+        assert env.render_mode == "ansi" and env.render_options.annotates and env.render_options.text_budget == 500
+        assert env.observation_space.shape == (8, 19)
+    a = _rollout(grouped, 0, solution(2))
+    b = _rollout(flat, 0, solution(2))
+    np.testing.assert_array_equal(a[2], b[2])
+    assert a[3] == b[3] and a[5]["annotation_text"] == b[5]["annotation_text"]
+    # a flat keyword overrides the same field of a group given beside it (gym.make adds render_mode so)
+    both = PhyreOneBallEnv(observation=ObservationOptions(obs_mode="objects", max_objects=8), obs_mode="semantic",
+                           rendering=RenderOptions(render_mode="ansi"), render_mode="rgb_array", template="00000")
+    assert both.obs_options == ObservationOptions(obs_mode="semantic", max_objects=8)
+    assert both.render_mode == "rgb_array" and not both.render_options.annotates
+
+
+def test_bad_options_fail_with_one_line_naming_them():
+    from simpatterns.envs import ObservationOptions, PhyreOneBallEnv, TaskOptions
+
+    def one_line(exc_type, match, **kw):
+        with pytest.raises(exc_type, match=match) as err:
+            gym.make(PHYRE_ONE_BALL, **kw)
+        assert "\n" not in str(err.value)
+
+    one_line(TypeError, r"unknown option 'obs_mod' \(did you mean 'obs_mode'\?\)", obs_mod="rgb")
+    one_line(TypeError, "no option 'reward_program': .*RewardProgramWrapper", reward_program=PROGRAM)
+    one_line(ValueError, "obs_mode must be one of", obs_mode="pixels")
+    with pytest.raises(ValueError, match="render_mode must be one of"):
+        PhyreOneBallEnv(render_mode="video")
+    one_line(ValueError, "action_bins must be a positive integer", action_bins=0)
+    one_line(ValueError, "max_steps and stride must be >= 1", max_steps=0)
+    one_line(ValueError, "one of scene, template or tasks", template="00000", scene="buckets")
+    with pytest.raises(TypeError, match="observation= must be a ObservationOptions"):
+        PhyreOneBallEnv(observation=TaskOptions())
+    with pytest.raises(ValueError, match="semantic_size"):
+        ObservationOptions(semantic_size=4)
 
 
 def test_ansi_render_is_the_annotation_text_and_rgb_renders_frames():

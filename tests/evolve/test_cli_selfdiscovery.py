@@ -9,11 +9,12 @@ from typer.testing import CliRunner
 
 from simpatterns.cli import app
 from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels
-from simpatterns.evolve.discovery import DiscoveryJob, parse_proposed_labels
+from simpatterns.evolve.discovery import DiscoveryJob
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import LLMProposer
 from simpatterns.evolve.runlog import RunLog
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.evolve.selfdiscovery import parse_proposed_labels
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 

@@ -8,7 +8,7 @@ from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.discovery import DiscoveryJob
 from simpatterns.evolve.prompt import COMPACT_API, LabelSpec, Version, build_prompt, skeleton
 from simpatterns.evolve.proposers import LLMProposer
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import ScriptedLLMServer
 from simpatterns.trace import Trace

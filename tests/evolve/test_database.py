@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.database import DatabaseConfig, Program, ProgramsDatabase
 
 

@@ -17,14 +17,14 @@ from evolve_fixtures import alive, processes_mentioning
 from evolve_hostile import CORPUS, program
 
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.evolve import reasons as R
+from simpatterns.sandbox import reasons as R
 from simpatterns.evolve.config import EvolveConfig, load_labels
 from simpatterns.evolve.discovery import DiscoveryJob, JobError
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.report import build_report
 from simpatterns.evolve.runlog import RunLog
-from simpatterns.evolve.sandbox import SandboxLimits
+from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule, ScriptedLLMServer
 
@@ -54,12 +54,12 @@ def test_offline_proposer_improves_a_mistuned_detector(traces, builtin, small_li
     seed_fitness = start["seed_program"]["fitness"]
     assert start["seed_reason"] is None  # the mis-tuned seed fires and is scored
     done = job.state.done[0]
-    assert done["accepted"], done["why"]
-    assert done["program"]["fitness"] > seed_fitness
+    assert done.accepted, done.why
+    assert done.program.fitness > seed_fitness
     assert "HIGH_SPEED = 40.0" not in lib.get("high energy impact").source
     entry = PatternLibrary.load(tmp_path / "lib").entry("high energy impact")
     assert entry.provenance == "evolved" and entry.extra["evolve"]["model"] == "offline-mutation"
-    assert entry.extra["evolve"]["samples"] == 24 and entry.fitness == pytest.approx(done["program"]["fitness"])
+    assert entry.extra["evolve"]["samples"] == 24 and entry.fitness == pytest.approx(done.program.fitness)
 
 
 def test_offline_without_seed_code_says_so(traces, small_library, tmp_path):
@@ -68,7 +68,7 @@ def test_offline_without_seed_code_says_so(traces, small_library, tmp_path):
                        fast_config())
     job.run()
     done = job.state.done[0]
-    assert not done["accepted"] and "seed program" in done["why"] and done["samples"] == 0
+    assert not done.accepted and "seed program" in done.why and done.samples == 0
 
 
 # ---------------------------------------------------------- scripted LLM
@@ -192,7 +192,7 @@ def test_hostile_corpus_inside_a_job(traces, small_library, tmp_path, monkeypatc
         assert "sk-test-secret" not in json.dumps(rec) and "root:x:0" not in json.dumps(rec), name
         seen.add(name)
     assert seen == set(expected)
-    assert job.state.done[0]["accepted"]
+    assert job.state.done[0].accepted
     # nothing on disk, nothing running
     assert list(marker.parent.iterdir()) == []
     assert job.sandbox_root and not Path(job.sandbox_root).exists()
@@ -292,7 +292,7 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_library(trace_dir, built
         resumed = _in_process(trace_dir, labels, config, base_dir, tmp_path / "cut", run, server.base_url, resume=True)
         ref = _in_process(trace_dir, labels, config, base_dir, tmp_path / "ref", tmp_path / "ref.run", server.base_url)
     assert _library_view(tmp_path / "cut") == _library_view(tmp_path / "ref")
-    assert [r["accepted"] for r in resumed.state.done] == [r["accepted"] for r in ref.state.done] == [True, True]
+    assert [r.accepted for r in resumed.state.done] == [r.accepted for r in ref.state.done] == [True, True]
     recs = [r for _, r in RunLog(run).records()]
     ref_recs = [r for _, r in RunLog(tmp_path / "ref.run").records()]
     # the seed was registered once per label, and the same samples were drawn, scored and registered

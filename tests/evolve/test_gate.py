@@ -2,9 +2,10 @@
 
 import pytest
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.gate import check_candidate
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.detectors.contract import Candidate
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.gate import check_candidate, check_candidate_tree
+from simpatterns.sandbox.reasons import Rejected
 
 HEAD = '''import numpy as np
 PATTERN = "probe"
@@ -48,6 +49,10 @@ def test_forbidden(code, reason):
     with pytest.raises(Rejected) as err:
         check_candidate(body(code), "probe")
     assert err.value.reason.code == reason, err.value.reason
+    if reason != R.SYNTAX_ERROR:  # the same verdict on an already parsed Candidate
+        with pytest.raises(Rejected) as again:
+            check_candidate_tree(Candidate.parse(body(code)), "probe")
+        assert again.value.reason == err.value.reason
 
 
 def test_from_numpy_import_private_rejected():
@@ -60,7 +65,7 @@ def test_from_numpy_import_private_rejected():
 def test_contract_checks():
     ok = body("return []")
     info = check_candidate(ok, "probe", available=[])
-    assert info.pattern == "probe" and info.params == ["object"] and info.num_lines == 7
+    assert info.pattern == "probe" and info.declarations.params == ("object",) and info.num_lines == 7
     with pytest.raises(Rejected) as err:
         check_candidate(ok, "bounce")
     assert err.value.reason.code == R.WRONG_PATTERN
@@ -79,3 +84,15 @@ def test_builtin_detectors_pass_the_gate(builtin):
     for label in builtin.order():
         info = check_candidate(builtin.get(label).source, label, builtin.order())
         assert info.pattern == label
+        assert info.declarations == builtin.get(label).declarations
+        assert check_candidate_tree(Candidate.parse(builtin.get(label).source), label, builtin.order()) == info
+
+
+def test_malformed_declarations_are_contract_rejections():
+    with pytest.raises(Rejected) as err:
+        check_candidate(HEAD + "DIRECTED = True\n" + "def detect(trace, events):\n    return []\n", "probe")
+    assert err.value.reason.code == R.CONTRACT and "<candidate>:6: DIRECTED = True needs" in err.value.reason.detail
+    # the safety filter still comes first, as before: a forbidden import is named even in a broken module
+    with pytest.raises(Rejected) as err:
+        check_candidate("import os\nDIRECTED = 3\n", "probe")
+    assert err.value.reason.code == R.FORBIDDEN_IMPORT

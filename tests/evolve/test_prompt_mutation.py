@@ -6,12 +6,12 @@ import asyncio
 import numpy as np
 import pytest
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.gate import check_candidate
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.gate import check_candidate
 from simpatterns.evolve.mutation import crossover, find_sites, mutate
 from simpatterns.evolve.prompt import LabelSpec, Version, assemble, build_prompt, skeleton, trace_api
 from simpatterns.evolve.proposers import OfflineProposer
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.sandbox.reasons import Rejected
 
 SPEC = LabelSpec("fast mover", "A body moves faster than a threshold.", params=["object"])
 V0 = skeleton(SPEC)
@@ -58,9 +58,9 @@ def test_versions_and_the_number_to_complete_agree(k):
     assert p.version == k and p.function_name == f"detect_v{k}" and p.parents == list(range(k))
     # the answer defines the version the prompt asked for, and the parser takes exactly that one
     answer = "Here you go:\n```python\n" + V1.replace("def detect(", f"def detect_v{k}(") + "```"
-    src = assemble(answer, p, SPEC)
-    info = check_candidate(src, "fast mover")
-    assert info.params == ["object"] and "def detect(trace, events)" in src
+    src, tree = assemble(answer, p, SPEC)
+    info = check_candidate(src, "fast mover", tree=tree)
+    assert info.declarations.params == ("object",) and "def detect(trace, events)" in src
     wrong = "```python\n" + V1.replace("def detect(", f"def detect_v{k + 1}(") + "```"
     with pytest.raises(Rejected) as err:
         assemble(wrong, p, SPEC)
@@ -79,12 +79,12 @@ def test_prompt_carries_feedback_and_dependencies():
 
 def test_assemble_body_only_and_forced_constants():
     p = build_prompt(SPEC, [Version(V1, 0.2, 7)], 0, 0, {}, api_text="API")
-    src = assemble("    return [(0, {'object': trace.names[0]})]\n", p, SPEC)
-    info = check_candidate(src, "fast mover")
-    assert info.params == ["object"]
+    src, tree = assemble("    return [(0, {'object': trace.names[0]})]\n", p, SPEC)
+    info = check_candidate(src, "fast mover", tree=tree)
+    assert info.declarations.params == ("object",)
     # the model renamed the pattern: the label's PATTERN and DESCRIPTION win
-    src = assemble(V1.replace('"fast mover"', '"speedy"').replace("def detect(", "def detect_v1("), p, SPEC)
-    assert check_candidate(src, "fast mover").pattern == "fast mover"
+    src, tree = assemble(V1.replace('"fast mover"', '"speedy"').replace("def detect(", "def detect_v1("), p, SPEC)
+    assert check_candidate(src, "fast mover", tree=tree).pattern == "fast mover"
     with pytest.raises(Rejected) as err:
         assemble("I cannot help with that.", p, SPEC)
     assert err.value.reason.code in (R.NO_FUNCTION, R.SYNTAX_ERROR)
@@ -98,9 +98,10 @@ def test_mutation_changes_thresholds_and_comparisons_only():
     rng = np.random.default_rng(0)
     seen = set()
     for _ in range(30):
-        child = mutate(V1, rng)
-        assert child is not None and child != V1
-        ast.parse(child)
+        mutant = mutate(V1, rng)
+        assert mutant is not None
+        child, tree = mutant
+        assert child != V1 and ast.dump(tree) == ast.dump(ast.parse(child))
         assert child.count("# px/s") == 1  # comments survive text-level edits
         check_candidate(child, "fast mover")
         seen.add(child)

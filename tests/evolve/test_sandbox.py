@@ -7,8 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.sandbox import Sandbox, SandboxLimits, scrubbed_env
+from simpatterns.detectors.contract import Candidate
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.limits import SandboxLimits
+from simpatterns.sandbox.pool import Sandbox, scrubbed_env
 
 from evolve_fixtures import alive
 from evolve_hostile import CORPUS, program
@@ -53,11 +55,69 @@ def sandbox(traces):
 
 
 def test_good_candidate_matches_reference(sandbox, traces):
-    res = sandbox.evaluate(GOOD, "fast", ["object", "n_collisions"], ["collision start"])
+    res = sandbox.evaluate(Candidate.parse(GOOD))
     assert res.ok, res.reason
     assert res.times is not None and (res.times > 0).all()
     for i, evs in enumerate(res.events):
         assert evs == reference(traces[i], i % 3)
+
+
+DECLARING = '''import numpy as np
+PATTERN = "shove"
+DESCRIPTION = "the first body is pushed by the second"
+DEPENDS = []
+PARAMS = ["object", "pusher", "object_note", "frames"]
+BODY_PARAMS = ["object", "pusher"]
+DURATION = "interval"
+
+def detect(trace, events):
+    return [(1, {"object": trace.names[0], "pusher": PUSHER, "object_note": "not a body", "frames": FRAMES})]
+'''
+
+
+@pytest.mark.parametrize("pusher, frames, code", [
+    ("trace.names[1]", "2", None),  # object_note is not declared a body: any text
+    ("'nobody'", "2", R.UNKNOWN_OBJECT),  # a declared body param must name a body
+    ("[trace.names[1], trace.names[2]]", "2", None),  # or a list of bodies
+    ("[trace.names[1], 'nobody']", "2", R.UNKNOWN_OBJECT),
+    ("trace.names[1]", "0", R.INVALID_EVENTS),  # an interval lasts at least one frame
+])
+def test_events_are_checked_against_what_the_candidate_declares(sandbox, pusher, frames, code):
+    source = DECLARING.replace("PUSHER", pusher).replace("FRAMES", frames)
+    res = sandbox.evaluate(Candidate.parse(source))
+    assert (res.reason.code if res.reason else None) == code, res.reason
+    if code == R.UNKNOWN_OBJECT:
+        assert "pusher='nobody'" in res.reason.detail
+    # the contract's defaults, when nothing is declared: object and object_* name bodies, frames make intervals
+    undeclared = Candidate.parse(source.replace('BODY_PARAMS = ["object", "pusher"]\n', "")
+                                 .replace('DURATION = "interval"\n', ""))
+    assert undeclared.declarations.body_params == ("object", "object_note")
+    assert undeclared.declarations.duration == "interval"
+    default = sandbox.evaluate(undeclared)
+    assert default.reason is not None and default.reason.code == R.UNKNOWN_OBJECT, default.reason
+    assert "object_note='not a body'" in default.reason.detail
+
+
+def test_both_sides_of_the_boundary_check_the_declared_bodies():
+    from simpatterns.sandbox.events import check_events
+    from simpatterns.sandbox.events import check_plain_events
+
+    names = {"ground", "red ball"}
+    params = frozenset({"object", "pusher", "frames"})
+    good = [[1, {"object": "red ball", "pusher": "ground", "frames": 2}]]
+    bad = [[1, {"object": "red ball", "pusher": "moon", "frames": 2}]]
+    for bodies, events, code in [(frozenset({"object", "pusher"}), bad, R.UNKNOWN_OBJECT),
+                                 (frozenset({"object"}), bad, None), (None, bad, None),  # default: object only
+                                 (frozenset({"object", "pusher"}), good, None)]:
+        plain = check_plain_events(events, 10, params, names, 100, 0, bodies, interval=True)
+        child = check_events([tuple(e) for e in events], "shove", 10, params, names, 100, 0, bodies, True)
+        assert (plain.code if isinstance(plain, R.Reason) else None) == code
+        assert (child["reason"] if isinstance(child, dict) else None) == code
+    short = [[1, {"object": "red ball", "pusher": "ground", "frames": 0}]]
+    assert check_plain_events(short, 10, params, names, 100, 0, interval=True).code == R.INVALID_EVENTS
+    assert check_events([tuple(e) for e in short], "shove", 10, params, names, 100, 0, None, True)["reason"] == \
+        R.INVALID_EVENTS
+    assert check_plain_events(short, 10, params, names, 100, 0) == [(1, short[0][1])]
 
 
 def test_isolation_facts(sandbox):
@@ -70,18 +130,18 @@ def test_isolation_facts(sandbox):
 
 
 def test_unknown_dependency_refused(sandbox):
-    res = sandbox.evaluate(GOOD.replace('"collision start"]', '"airborne"]'), "fast", ["object"], ["airborne"])
+    res = sandbox.evaluate(Candidate.parse(GOOD.replace('"collision start"]', '"airborne"]')))
     assert res.reason.code == R.UNKNOWN_DEPENDENCY
 
 
 def test_server_survives_a_killed_child_and_keeps_answering(sandbox):
     loop = program("fast", "    while True:\n        pass", "/nonexistent")
-    res = sandbox.evaluate(loop, "fast", ["object"])
+    res = sandbox.evaluate(Candidate.parse(loop))
     assert res.reason.code == R.TIMEOUT
     sandbox.settle()
     with pytest.raises(ProcessLookupError):
         os.killpg(res.pid, 0)
-    res = sandbox.evaluate(GOOD, "fast", ["object", "n_collisions"], ["collision start"])
+    res = sandbox.evaluate(Candidate.parse(GOOD))
     assert res.ok
 
 
@@ -91,7 +151,7 @@ def test_hostile_corpus_without_the_gate(sandbox, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
     marker = str(tmp_path / "marker")
     for name, body, _, sandbox_reasons in CORPUS:
-        res = sandbox.evaluate(program("fast", body, marker), "fast", ["object"])
+        res = sandbox.evaluate(Candidate.parse(program("fast", body, marker)))
         code = res.reason.code if res.reason else "ok"
         assert code in sandbox_reasons, f"{name}: {res.reason}"
         assert "sk-test-secret" not in str(res.reason) and "root:x:0" not in str(res.reason), name
@@ -106,7 +166,7 @@ def test_hostile_corpus_without_the_gate(sandbox, tmp_path, monkeypatch):
 def test_close_leaves_no_process(traces):
     sb = Sandbox(traces[:3], workers=2, limits=SandboxLimits(timeout_s=2, smoke_timeout_s=1))
     for _ in range(3):
-        assert sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"]).ok
+        assert sb.evaluate(Candidate.parse(program("fast", "    return [(1, {'object': 'ground'})]", ""))).ok
     root = sb.root
     sb.close()
     seen = sb.pids_seen
@@ -120,12 +180,12 @@ def test_close_leaves_no_process(traces):
 def test_events_hash_is_the_same_in_the_sandbox_and_the_fitness(sandbox):
     from simpatterns.evolve.fitness import events_hash
 
-    res = sandbox.evaluate(GOOD, "fast", ["object", "n_collisions"], ["collision start"])
+    res = sandbox.evaluate(Candidate.parse(GOOD))
     assert res.ok and res.events_hash == events_hash(res.events)
     # the same behaviour written differently hashes the same
     other = GOOD.replace("for j, name in enumerate(trace.names):", "for j in range(len(trace.names)):\n"
                          "        name = trace.names[j]")
-    assert sandbox.evaluate(other, "fast", ["object", "n_collisions"], ["collision start"]).events_hash == res.events_hash
+    assert sandbox.evaluate(Candidate.parse(other)).events_hash == res.events_hash
 
 
 def test_parent_kills_and_restarts_a_hung_server(traces):
@@ -137,14 +197,36 @@ def test_parent_kills_and_restarts_a_hung_server(traces):
         [server] = sb.server_pids
         os.kill(server, signal.SIGSTOP)  # a server that no longer answers
         t0 = time.time()
-        res = sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"])
+        res = sb.evaluate(Candidate.parse(program("fast", "    return [(1, {'object': 'ground'})]", "")))
         assert res.reason.code == R.TIMEOUT and "restarted" in res.reason.detail
         assert time.time() - t0 < 10
         assert sb.server_pids != [server] and alive([server]) == []
-        assert sb.evaluate(program("fast", "    return [(1, {'object': 'ground'})]", ""), "fast", ["object"]).ok
+        assert sb.evaluate(Candidate.parse(program("fast", "    return [(1, {'object': 'ground'})]", ""))).ok
     finally:
         sb.close()
     deadline = time.time() + 5
     while alive(sb.pids_seen) and time.time() < deadline:
         time.sleep(0.05)
     assert alive(sb.pids_seen) == []
+
+
+def test_numpy_functions_that_import_lazily_run_in_the_sandbox(sandbox, traces):
+    """np.median, np.percentile and np.unique import numpy.ma on first use: the server
+    imports it before confining children (inside a chroot a lazy import finds no file)."""
+    source = '''import numpy as np
+PATTERN = "medians"
+DESCRIPTION = "median speed, its 90th percentile and the distinct colliding bodies, at frame 0"
+DEPENDS = []
+PARAMS = ["median", "p90", "bodies"]
+
+def detect(trace, events):
+    s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+    return [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                 "bodies": int(np.unique(trace.contact_a).size)})]
+'''
+    res = sandbox.evaluate(Candidate.parse(source))
+    assert res.ok, res.reason
+    for trace, events in zip(traces[:6], res.events):
+        s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+        assert events == [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                               "bodies": int(np.unique(trace.contact_a).size)})]

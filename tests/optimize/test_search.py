@@ -71,13 +71,24 @@ def test_results_depend_on_seed_only_not_on_workers():
 
 def test_objective_pickles_without_its_compiled_program():
     obj = smooth_objective()
-    obj.program_reward  # compiled and cached in this process
+    obj.reward_program  # compiled and cached in this process
     clone = pickle.loads(pickle.dumps(obj))
     assert clone._runtime is None
     a = [0.4, 0.7, 0.2]
     assert clone.evaluate(a) == obj.evaluate(a)
     with RolloutPool(obj, workers=2) as pool:
         assert pool.evaluate([a, [0.39, 0.7, 0.2]])[0] == obj.evaluate(a)
+
+
+def test_rollout_pool_results_do_not_depend_on_workers():
+    obj = smooth_objective()
+    rng = np.random.default_rng(0)
+    batches = [rng.random((5, 3)).tolist(), rng.random((3, 3)).tolist()]
+    expected = [[obj.evaluate(a) for a in batch] for batch in batches]
+    for workers in (1, 2, 3):
+        with RolloutPool(obj, workers=workers) as pool:
+            assert [pool.evaluate(batch) for batch in batches] == expected  # one pool serves every batch
+    assert expected[0][0].score > 0  # scored by the program, not a default
 
 
 def test_quantised_search_evaluates_grid_cell_centres_only():
@@ -158,12 +169,16 @@ def test_optimize_cli(tmp_path):
     goal = tmp_path / "goal.rwd"
     goal.write_text(TARGET + "\n")
     out = runner.invoke(app, ["optimize", "--template", "00000", "--variant", "0", "--goal", str(goal),
-                              "--budget", "12", "--seed", "3", "--json", str(tmp_path / "r.json"),
-                              "--gif", str(tmp_path / "best.gif"), "--keep-going"])
+                              "--budget", "12", "--seed", "3", "--json", str(tmp_path / "new" / "r.json"),
+                              "--gif", str(tmp_path / "pics" / "best.gif"), "--keep-going"])
     assert out.exit_code == 0, out.output
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "new" / "r.json").read_text())  # missing folders are created
     assert data["samples"] == 12 and len(data["curve"]) == 12 and data["reward"] == "score"
-    assert (tmp_path / "best.gif").stat().st_size > 0
+    assert (tmp_path / "pics" / "best.gif").stat().st_size > 0
+    (tmp_path / "taken").write_text("")
+    bad = runner.invoke(app, ["optimize", "--template", "00000", "--budget", "2", "--json",
+                              str(tmp_path / "taken" / "r.json")])
+    assert bad.exit_code == 2 and "error:" in bad.output and "taken" in bad.output
     sparse = runner.invoke(app, ["optimize", "--template", "00000", "--budget", "3", "--method", "random"])
     assert sparse.exit_code == 0, sparse.output
     bad = runner.invoke(app, ["optimize", "--template", "00000", "--sparse", "--budget", "3"])

@@ -60,3 +60,16 @@ def test_dataset_writes_index_and_resumes(tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.npz")} == before  # resumed, not rewritten
     bad = run("dataset", "--templates", "0", "--actions", "sideways:3", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "unknown kind" in bad.stdout
+
+
+def test_simulate_creates_output_folders_and_names_a_bad_path(tmp_path):
+    out = run("simulate", "--template", "0", "--variant", "1", "--out", str(tmp_path / "new" / "dir" / "t.npz"),
+              "--png", str(tmp_path / "pics" / "t.png"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert Trace.load(tmp_path / "new" / "dir" / "t.npz").success
+    assert (tmp_path / "pics" / "t.png").read_bytes()[:4] == b"\x89PNG"
+    (tmp_path / "file").write_text("")
+    bad = run("simulate", "--template", "0", "--variant", "1", "--out", str(tmp_path / "file" / "t.npz"))
+    assert bad.returncode == 2
+    assert "error:" in bad.stdout and "file" in bad.stdout and "Traceback" not in bad.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "new", "pics"]  # no temporary left behind

@@ -5,7 +5,7 @@ import pytest
 
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
 from simpatterns.simulators.phyre.template import shipped_variants
-from simpatterns.simulators.phyre.variants import MAX_SOLVE_RATE, evaluate_candidate
+from simpatterns.simulators.phyre.variants import MAX_SOLVE_RATE, build_template, evaluate_candidate
 
 SAMPLE_PER_TEMPLATE = 2
 
@@ -45,3 +45,9 @@ def test_candidate_evaluation_is_reproducible():
     a = evaluate_candidate("00000", 0, params, seed=7)
     b = evaluate_candidate("00000", 0, params, seed=7)
     assert a == b
+
+
+def test_variant_building_does_not_depend_on_workers():
+    one = build_template("00002", target=2, workers=1)
+    two = build_template("00002", target=2, workers=2)
+    assert len(one["rows"]) == 2 and one == two

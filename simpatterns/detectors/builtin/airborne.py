@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object", "frames"]
+BODY_PARAMS = ["object"]
+DIRECTED = False
+DURATION = "interval"
 
 MIN_SECONDS = 1 / 6  # 10 frames: shorter gaps are the contact chatter of an impact or of a rough roll
 

@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start", "collision end"]
 PARAMS = ["object_a", "object_b", "frames"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = False
+DURATION = "interval"
 
 REL_SPEED = 2.0  # px/s between the centres: they move as one body
 MIN_SECONDS = 0.5  # a brief shared push is not a bond

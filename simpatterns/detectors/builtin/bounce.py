@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object", "surface"]
+BODY_PARAMS = ["object", "surface"]
+DIRECTED = False
+DURATION = "instant"
 
 MIN_APPROACH = 5.0  # px/s into the surface: slower arrivals are settling (a drop of 0.2 px), not bounces
 MIN_REBOUND = 1.0  # px/s away from it: resting contacts jitter below 0.1 px/s

@@ -6,6 +6,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start", "collision end"]
 PARAMS = ["object_a", "object_b", "frames"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = False
+DURATION = "interval"
 
 TAP_SECONDS = 0.1  # 6 frames: an impact's contact lasts 2-5 steps, a resting contact far longer
 APART_SECONDS = 0.1  # separation on both sides, so chatter inside a longer contact is not a tap

@@ -5,6 +5,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = False
+DURATION = "instant"
 
 
 def detect(trace, events):

@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object_a", "object_b", "via"]
+BODY_PARAMS = ["object_a", "object_b", "via"]
+DIRECTED = True
+DURATION = "instant"
 
 WINDOW_SECONDS = 1.0  # the second hit follows within this time, so the two are causally linked
 HIT_SPEED = 5.0  # px/s closing speed along the normal: a real hit, not a resting contact flickering back

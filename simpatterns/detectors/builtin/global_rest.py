@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["frames"]
+BODY_PARAMS = []
+DIRECTED = False
+DURATION = "interval"
 
 REST_SPEED = 1.0  # px/s: resting bodies jitter below 0.1 px/s; at 1 px/s a body needs 25 s to cross a grid cell
 REST_SPIN = 0.1  # rad/s: the rim of a 12 px ball then moves about 1 px/s

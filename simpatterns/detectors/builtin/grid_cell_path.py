@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["grid cell transition"]
 PARAMS = ["object", "path", "directions"]
+BODY_PARAMS = ["object"]
+DIRECTED = False
+DURATION = "instant"
 
 GAP_SECONDS = 1.0  # a pause longer than this ends a movement (a body at 25 px/s crosses a cell in 1 s)
 MIN_TRANSITIONS = 2  # a single step is a "grid cell transition", not a path

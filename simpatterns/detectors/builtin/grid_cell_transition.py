@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object", "from_cell", "to_cell"]
+BODY_PARAMS = ["object"]
+DIRECTED = False
+DURATION = "instant"
 
 GRID = 10  # cells per side, as in the paper
 HYSTERESIS = 0.5  # px a centre must be inside a new cell: bodies resting on a cell edge jitter by ~0.01 px

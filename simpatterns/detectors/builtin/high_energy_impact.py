@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object_a", "object_b", "speed"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = False
+DURATION = "instant"
 
 HIGH_SPEED = 100.0  # px/s along the normal; settling contacts are < 5 px/s, rolling taps ~10-50 px/s
 

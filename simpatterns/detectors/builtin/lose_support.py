@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["support relationship"]
 PARAMS = ["object", "support"]
+BODY_PARAMS = ["object", "support"]
+DIRECTED = False
+DURATION = "instant"
 
 MIN_SUPPORT_SECONDS = 0.25  # shorter support is a bounce or a graze, not support that can be lost
 UNSUPPORTED_FRAMES = 3  # longer than the 2-frame flicker a resting contact can show

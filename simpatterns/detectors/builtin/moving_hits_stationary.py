@@ -6,6 +6,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object_a", "object_b"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = True
+DURATION = "instant"
 
 MOVING_SPEED = 5.0  # px/s for the hitter: faster than settling drift
 REST_SPEED = 1.0  # px/s: resting bodies jitter below 0.1 px/s

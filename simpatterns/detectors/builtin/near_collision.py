@@ -10,6 +10,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "gap"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = False
+DURATION = "instant"
 
 NEAR_GAP = 5.0  # px between surfaces: a fifth of a grid cell, about the radius of PHYRE's smallest balls
 MIN_REL_SPEED = 5.0  # px/s: bodies passing each other, not resting side by side

@@ -10,6 +10,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "lever"]
+BODY_PARAMS = ["object_a", "object_b", "lever"]
+DIRECTED = True
+DURATION = "instant"
 
 MOVING_SPEED = 10.0  # px/s for both bodies: clearly moving, not settling
 OPPOSE_COS = -0.5  # cosine between the velocities: more than 120 degrees apart

@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object", "object_a", "object_b"]
+BODY_PARAMS = ["object", "object_a", "object_b"]
+DIRECTED = False
+DURATION = "instant"
 
 REST_SPEED = 1.0  # px/s: resting bodies jitter below 0.1 px/s
 REST_SECONDS = 0.1  # still this long before the collision

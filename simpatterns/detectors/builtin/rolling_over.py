@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start", "collision end"]
 PARAMS = ["object_a", "object_b", "distance"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = True
+DURATION = "instant"
 
 MIN_DISTANCE = 20.0  # px, most of a 25.6 px grid cell: a substantial traverse
 ROLL_FRACTION = 0.5  # rotation x radius / distance: 1 for a ball rolling without slip, ~0 for a slide

@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "left"]
+BODY_PARAMS = ["object_a", "object_b", "left"]
+DIRECTED = False
+DURATION = "instant"
 
 TOLERANCE = 3.0  # px apart on each side of the crossing: an impact can press a body ~2 px into another for a frame
 GOAL_ROLES = ("goal_object", "goal_subject")  # fixed obstacles and walls are passed all the time; only a goal matters

@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "frames"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = True
+DURATION = "interval"
 
 SLIP_SPEED = 2.0  # px/s of surface slip; a ball rolling on a ramp slips under 0.1 px/s
 STILL_SPEED = 1.0  # px/s: object_b counts as stationary below this

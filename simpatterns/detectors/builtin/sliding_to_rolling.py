@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["sliding contact"]
 PARAMS = ["object", "surface"]
+BODY_PARAMS = ["object", "surface"]
+DIRECTED = False
+DURATION = "instant"
 
 SLIP_SPEED = 2.0  # px/s: the same slip bound as "sliding contact"
 MOVING_SPEED = 2.0  # px/s: a body that merely stopped is not rolling

@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["support relationship"]
 PARAMS = ["object_a", "object_b"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = True
+DURATION = "instant"
 
 REST_SPEED = 1.0  # px/s: resting bodies jitter below 0.1 px/s
 REST_SPIN = 0.1  # rad/s: a rocking body is not yet stacked

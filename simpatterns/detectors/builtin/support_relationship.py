@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object_a", "object_b", "frames"]
+BODY_PARAMS = ["object_a", "object_b"]
+DIRECTED = True
+DURATION = "interval"
 
 UP_COS = 0.5  # normal within 60 degrees of vertical: a 20 degree ramp supports, a side wall does not
 MERGE_GAP = 2  # frames: resting contacts flicker for a step or two without the support ending

@@ -5,6 +5,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["success"]
+BODY_PARAMS = []
+DIRECTED = False
+DURATION = "instant"
 
 
 def detect(trace, events):

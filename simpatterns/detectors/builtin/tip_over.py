@@ -8,6 +8,9 @@ DESCRIPTION = (
 )
 DEPENDS = ["collision start"]
 PARAMS = ["object", "hit_by"]
+BODY_PARAMS = ["object", "hit_by"]
+DIRECTED = False
+DURATION = "instant"
 
 REST_SPEED = 1.0  # px/s: resting bodies jitter below 0.1 px/s
 REST_SECONDS = 0.1  # it stood still this long before the hit

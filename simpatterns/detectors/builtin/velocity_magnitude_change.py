@@ -9,6 +9,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object", "magnitude", "speed_before", "speed_after"]
+BODY_PARAMS = ["object"]
+DIRECTED = False
+DURATION = "instant"
 
 RATE = 3.0  # px/s per frame (180 px/s^2 = 3 g at 60 Hz): gravity or friction alone never change speed this fast
 MIN_CHANGE = 5.0  # px/s: smaller changes are settling chatter in resting contacts

@@ -10,6 +10,9 @@ DESCRIPTION = (
 )
 DEPENDS = []
 PARAMS = ["object", "between"]
+BODY_PARAMS = ["object", "between"]
+DIRECTED = False
+DURATION = "instant"
 
 MAX_NET = 1.0  # |sum of unit normals into the body|: two normals 120 degrees apart sum to exactly 1
 SQUEEZE_SLOPE = np.tan(np.radians(60))  # squeeze line steeper than 60 degrees is a load resting on the body

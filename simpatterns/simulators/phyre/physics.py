@@ -586,27 +586,3 @@ def thin(trace: Trace, stride: int) -> Trace:
         meta=meta,
     )
 
-
-def step_bare(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> None:
-    """Bare pymunk stepping of the same world (benchmark baseline): no recording."""
-    specs = scene_specs(scene, action)
-    world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
-    step = world.space.step
-    for k in range(1, steps + 1):
-        step(DT)
-        if k % DAMP_EVERY == 0:
-            damp()
-
-
-def step_raw(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> None:
-    """The floor: the same world stepped by chipmunk's C step with no Python wrapper."""
-    specs = scene_specs(scene, action)
-    world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
-    world.space.step(0.0)
-    cp_step, sp = _lib.cpSpaceStep, world.space._space
-    for k in range(1, steps + 1):
-        cp_step(sp, DT)
-        if k % DAMP_EVERY == 0:
-            damp()

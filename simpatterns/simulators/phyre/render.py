@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from simpatterns.files import atomic_open
 from simpatterns.trace import Trace
 
 # PHYRE's colours (its vis module's palette)
@@ -93,7 +94,8 @@ def caption_strip(img: Image.Image, lines: Sequence[str], line_height: int = 12)
 def save_png(trace: Trace, path: str | Path, frame: int = -1, size: int = 256) -> Path:
     path = Path(path)
     f = frame if frame >= 0 else trace.num_frames + frame
-    _atomic_save(render_frame(trace, f, size), path, format="PNG")
+    with atomic_open(path, "wb") as fh:
+        render_frame(trace, f, size).save(fh, format="PNG")
     return path
 
 
@@ -119,16 +121,9 @@ def save_gif(
         images = [caption_strip(im, list(captions[k]) + [""] * (height - len(captions[k]))) for k, im in enumerate(images)]
     fps = fps or (1.0 / (trace.dt * stride))
     duration_ms = int(round(1000.0 / fps))
-    tmp = path.with_name(f".{path.name}.tmp")
-    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:], duration=duration_ms, loop=0)
-    tmp.replace(path)
+    with atomic_open(path, "wb") as fh:
+        images[0].save(fh, format="GIF", save_all=True, append_images=images[1:], duration=duration_ms, loop=0)
     return path
-
-
-def _atomic_save(img: Image.Image, path: Path, format: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    img.save(tmp, format=format)
-    tmp.replace(path)
 
 
 def frame_array(trace: Trace, frame: int, size: int = 256) -> np.ndarray:

@@ -27,16 +27,14 @@ estimated solve rate and the numbers of actions tried.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from functools import partial
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from simpatterns.parallel import make_executor
 from simpatterns.simulators.phyre.physics import check_action, simulate
 from simpatterns.simulators.phyre.scene import Scene, SkipVariant
 from simpatterns.simulators.phyre.templates import get_template
@@ -147,6 +145,11 @@ def evaluate_candidate(
     return result
 
 
+def _evaluate_item(template_id: str, seed: int, known: list[list[float]] | None,
+                   item: tuple[int, dict[str, Any]]) -> CandidateResult:
+    return evaluate_candidate(template_id, item[0], item[1], seed, known)
+
+
 def candidate_order(template_id: str, seed: int = BUILD_SEED) -> list[tuple[int, dict[str, Any]]]:
     template = get_template(template_id)
     sets = list(template.valid_param_sets())
@@ -175,7 +178,7 @@ def build_template(
     stats: dict[str, int] = {}
     chunk = CHUNK if strategy == "reuse" else max(1, workers * 4)
 
-    def consume(results: Iterator[CandidateResult]) -> bool:
+    def consume(results: Iterable[CandidateResult]) -> bool:
         for res in results:
             stats[res.reason] = stats.get(res.reason, 0) + 1
             if progress:
@@ -186,21 +189,13 @@ def build_template(
                     return True
         return False
 
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
-    try:
+    with make_executor(workers) as executor:
         for start in range(0, len(candidates), chunk):
             batch = candidates[start : start + chunk]
             known = [r.solution for r in accepted] if strategy == "reuse" else None
-            if pool is None:
-                results = (evaluate_candidate(template_id, i, p, seed, known) for i, p in batch)
-            else:
-                futs = [pool.submit(evaluate_candidate, template_id, i, p, seed, known) for i, p in batch]
-                results = (f.result() for f in futs)  # in candidate order: deterministic
-            if consume(results):
+            # results in candidate order: the outcome does not depend on which worker finished first
+            if consume(executor.map(partial(_evaluate_item, template_id, seed, known), batch)):
                 break
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
     return {
         "template": template_id,
         "strategy": strategy,
@@ -210,7 +205,3 @@ def build_template(
     }
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=False))
-    os.replace(tmp, path)

@@ -1,6 +1,6 @@
-"""The sandbox's fork server: runs as ``python -I -m simpatterns.evolve.forkserver``.
+"""The sandbox's fork server: runs as ``python -I -c ... simpatterns.sandbox.server``.
 
-The parent (`simpatterns.evolve.sandbox.SandboxWorker`) starts this module in
+The parent (`simpatterns.sandbox.pool.SandboxWorker`) starts this module in
 an isolated interpreter with a scrubbed environment and its own session. It
 imports numpy once, receives the job's traces once, and keeps one child
 forked and confined ahead of time (the spare), so a candidate costs a pipe
@@ -55,11 +55,13 @@ import numpy as np
 # files are not visible, so a lazy import would fail there.
 import numpy.fft  # noqa: F401
 import numpy.linalg  # noqa: F401
+import numpy.ma  # noqa: F401  (np.median, np.percentile, np.unique reach it)
 import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
 
-from simpatterns.detectors.contract import DetectorError, validate_events
+from simpatterns.annotation import EventList
+from simpatterns.sandbox.events import check_events, encode_events
 
 NOBODY = 65534
 CLONE_NEWNET = 0x40000000
@@ -117,7 +119,8 @@ def recv(fd: int) -> Any:
 
 # ----------------------------------------------------------------- server
 LIMIT_KEYS = ("cpu_s", "memory_mb", "output_bytes", "recursion_limit")
-JOB_KEYS = ("source", "pattern", "params", "depends", "order", "n_smoke", "max_events_per_trace", "max_result_bytes")
+JOB_KEYS = ("source", "pattern", "params", "body_params", "interval", "depends", "order", "n_smoke",
+            "max_events_per_trace", "max_result_bytes")
 
 
 @dataclass
@@ -143,7 +146,7 @@ class Server:
         os.chmod(self.jail, 0o555)
         self.traces: list[Any] = []
         self.name_sets: list[frozenset[str]] = []
-        self.deps: dict[str, list[list[tuple[int, dict]]]] = {}
+        self.deps: dict[str, list[EventList]] = {}
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
         self.is_root = os.geteuid() == 0
@@ -333,10 +336,6 @@ class Server:
                         "received": time.perf_counter(), "start": t_start}
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
 def _vm_size_kb() -> int:
     try:
         with open("/proc/self/status") as fh:
@@ -384,15 +383,6 @@ def _status_reason(status: int, smoke_done: bool) -> dict[str, str]:
     if code == SETUP_FAILED:
         return {"reason": "sandbox_error", "detail": "the sandbox could not confine the child"}
     return {"reason": "exited", "detail": f"process exited with status {code} without a result"}
-
-
-def _tail(fd: int, limit: int = 400) -> str:
-    try:
-        size = os.fstat(fd).st_size
-        text = os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return " | ".join(ln.strip() for ln in text.splitlines() if ln.strip())[-limit:]
 
 
 # ------------------------------------------------------------------ child
@@ -501,32 +491,6 @@ def _exc_reason(exc: BaseException) -> dict[str, Any]:
     return {"reason": "base_exception", "detail": text}
 
 
-def check_events(
-    raw: Any, pattern: str, num_frames: int, params: frozenset[str], names: frozenset[str] | set[str],
-    max_events: int, idx: int
-) -> list[tuple[int, dict]] | dict[str, str]:
-    """Schema-check one trace's events: the contract's `validate_events` plus the
-    declared PARAMS keys and body names. Returns the plain events, or a reason dict.
-    Used in the child and again by the parent on what the child sent."""
-    if isinstance(raw, (list, tuple)) and len(raw) > max_events:
-        return {"reason": "too_many_events", "detail": f"{len(raw)} events on trace {idx}, limit {max_events}"}
-    try:
-        events = validate_events(raw, pattern, num_frames, max_events=max_events)
-    except DetectorError as exc:
-        return {"reason": "invalid_events", "detail": f"trace {idx}: {str(exc).split(': ', 1)[-1]}"}
-    for i, (_, p) in enumerate(events):
-        keys = p.keys()
-        if keys - params:
-            return {"reason": "unknown_params",
-                    "detail": f"trace {idx} event {i}: keys {sorted(keys - params)} not in PARAMS {sorted(params)}"}
-        if params - keys:
-            return {"reason": "missing_params", "detail": f"trace {idx} event {i}: missing keys {sorted(params - keys)}"}
-        for key, value in p.items():
-            if key.startswith("object") and isinstance(value, str) and value not in names:
-                return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={value!r} is not a body name"}
-    return events
-
-
 def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dict[str, Any]
                    ) -> tuple[dict[str, Any], bytes]:
     """Run detect on every trace (smoke traces first); returns (times or a reason, events JSON)."""
@@ -546,13 +510,16 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
         if not callable(detect):
             return {"reason": "contract", "detail": "detect is not callable"}, b""
         param_set = frozenset(params)
+        body_set = frozenset(req["body_params"])
+        interval = bool(req["interval"])
         for k, idx in enumerate(order):
             trace = server.traces[idx]
             dep_events = {d: [(f, dict(p)) for f, p in server.deps[d][idx]] for d in depends}
             t0 = time.perf_counter()
             raw = detect(trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
-            checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx)
+            checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx,
+                                   body_set, interval)
             if isinstance(checked, dict):
                 return checked, b""
             encoded[idx] = encode_events(checked)
@@ -562,14 +529,6 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
         return _exc_reason(exc), b""
     body = ",".join(f'"{i}":{encoded[i]}' for i in sorted(encoded))
     return {"times": times}, ("{" + body + "}").encode()
-
-
-def encode_events(events: list[tuple[int, dict]]) -> str:
-    """Canonical JSON of one trace's events: sorted by frame (stable, so events of one
-    frame keep the detector's order), params with sorted keys. One ``json.dumps`` per
-    trace: a per-event canonical sort would cost more than the detector."""
-    ordered = sorted(([int(f), p] for f, p in events), key=lambda e: e[0])
-    return json.dumps(ordered, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """Running untrusted detector candidates: the parent side of the sandbox.
 
-`Sandbox` owns a pool of fork servers (`simpatterns.evolve.forkserver`),
+`Sandbox` owns a pool of fork servers (`simpatterns.sandbox.server`),
 each an isolated interpreter (``python -I``, own session, scrubbed
 environment) that already imported numpy and holds the job's traces. A
-candidate is one fork of a server; see the forkserver module for how the
+candidate is one fork of a server; see the server module for how the
 child is confined. The parent keeps its own wall clock on every request and
 kills and restarts a server that stops answering, together with the child it
 last started.
@@ -21,6 +21,7 @@ and the restricted builtins leave it no way to open them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -33,15 +34,19 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.forkserver import HEADER
-from simpatterns.evolve.reasons import Reason
+from simpatterns.annotation import EventList
+from simpatterns.detectors.contract import Candidate, Declarations, Detector
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.events import check_plain_events
+from simpatterns.sandbox.limits import SandboxLimits
+from simpatterns.sandbox.reasons import Reason
+from simpatterns.sandbox.server import HEADER
 from simpatterns.trace import Trace
 
 # Variables a candidate could use to reach services (API keys, proxies, cloud
@@ -59,28 +64,6 @@ def scrubbed_env() -> dict[str, str]:
 
 
 @dataclass
-class SandboxLimits:
-    """Per-candidate limits. Defaults suit PHYRE traces of a few hundred frames."""
-
-    timeout_s: float = 20.0  # wall clock for the whole candidate (all traces)
-    smoke_timeout_s: float = 3.0  # wall clock until the smoke traces are done (cascade stage 1)
-    n_smoke: int = 2  # the shortest traces run first, as the smoke test
-    cpu_s: float | None = None  # RLIMIT_CPU; None: timeout_s
-    memory_mb: int = 1024  # address space on top of the pre-warmed server's
-    output_bytes: int = 1 << 20  # stdout+stderr cap (RLIMIT_FSIZE)
-    max_events_per_trace: int = 5000
-    max_result_bytes: int = 64 << 20
-    recursion_limit: int = 1000
-    server_grace_s: float = 10.0  # the parent's extra wall clock before it kills a server
-
-    def request_fields(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cpu_s"] = self.cpu_s if self.cpu_s is not None else self.timeout_s
-        d.pop("server_grace_s")
-        return d
-
-
-@dataclass
 class SandboxResult:
     """What running a candidate produced.
 
@@ -91,7 +74,7 @@ class SandboxResult:
     """
 
     reason: Reason | None
-    events: list[list[tuple[int, dict[str, Any]]]] | None = None
+    events: list[EventList] | None = None
     times: np.ndarray | None = None
     wall_s: float = 0.0
     pid: int | None = None
@@ -125,7 +108,7 @@ class SandboxWorker:
     def start(self, timeout_s: float = 60.0) -> None:
         code = (
             "import sys; sys.path.insert(0, sys.argv[1]); "
-            "from simpatterns.evolve.forkserver import main; sys.argv = sys.argv[1:]; main()"
+            "from simpatterns.sandbox.server import main; sys.argv = sys.argv[1:]; main()"
         )
         stderr = open(self._stderr_path, "ab")
         try:
@@ -269,7 +252,7 @@ class Sandbox:
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
         self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
-        self._deps: dict[str, list[list[tuple[int, dict[str, Any]]]]] = {}
+        self._deps: dict[str, list[EventList]] = {}
         self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
@@ -337,7 +320,7 @@ class Sandbox:
                 for w in held:
                     self._free.put(w)
 
-    def set_dependency_events(self, events: dict[str, list[list[tuple[int, dict[str, Any]]]]]) -> None:
+    def set_dependency_events(self, events: dict[str, list[EventList]]) -> None:
         """Events of library patterns per trace (job order): what ``detect`` gets as
         ``events[label]`` for the labels in its DEPENDS. Waits for idle workers."""
         for label, per_trace in events.items():
@@ -369,21 +352,19 @@ class Sandbox:
     def dependency_labels(self) -> list[str]:
         return sorted(self._deps)
 
-    def evaluate(
-        self,
-        source: str,
-        pattern: str,
-        params: Sequence[str],
-        depends: Sequence[str] = (),
-        limits: SandboxLimits | None = None,
-        traces: Sequence[int] | None = None,
-    ) -> SandboxResult:
-        """Run ``detect`` of ``source`` on every trace in a confined child.
+    def evaluate(self, program: Candidate | Detector, limits: SandboxLimits | None = None,
+                 traces: Sequence[int] | None = None) -> SandboxResult:
+        """Run ``detect`` of ``program`` (a parsed `Candidate` or an untrusted `Detector`:
+        its source and `Declarations`) on every trace in a confined child.
 
         ``traces``: run on these trace indices only (smoke traces first as always);
-        the result's ``events[k]``/``times[k]`` are then those of ``traces[k]``."""
+        the result's ``events[k]``/``times[k]`` are then those of ``traces[k]``. The
+        events are checked against what the program declares: exactly its ``PARAMS``,
+        body names in its ``BODY_PARAMS``, and with ``DURATION = "interval"`` an integer
+        ``frames`` >= 1 on each. Nothing is parsed here: the child compiles the source."""
+        decl = program.declarations
         lim = limits or self.limits
-        missing = [d for d in depends if d not in self._deps]
+        missing = [d for d in decl.depends if d not in self._deps]
         if missing:
             return SandboxResult(Reason(R.UNKNOWN_DEPENDENCY, f"no events for {missing} in this job"))
         indices = list(range(len(self.traces))) if traces is None else [int(i) for i in traces]
@@ -392,10 +373,12 @@ class Sandbox:
         wanted = set(indices)
         request = {
             "op": "eval",
-            "source": source,
-            "pattern": pattern,
-            "params": list(params),
-            "depends": list(depends),
+            "source": program.source,
+            "pattern": decl.pattern,
+            "params": list(decl.params),
+            "body_params": list(decl.body_params),
+            "interval": decl.interval,
+            "depends": list(decl.depends),
             "order": self.order if traces is None else [i for i in self.order if i in wanted],
             **lim.request_fields(),
             "n_smoke": min(lim.n_smoke, len(indices)),
@@ -414,9 +397,9 @@ class Sandbox:
                 return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
         finally:
             self._free.put(w)
-        return self._result(msg, params, indices)
+        return self._result(msg, decl, indices)
 
-    def _result(self, msg: dict[str, Any], params: Sequence[str], indices: list[int] | None = None) -> SandboxResult:
+    def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int]) -> SandboxResult:
         common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
@@ -437,10 +420,9 @@ class Sandbox:
             return SandboxResult(Reason(R.INVALID_EVENTS, f"events are not plain JSON ({exc})"), **common)
         if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
             return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
-        if indices is None:
-            indices = list(range(len(self.traces)))
-        param_set = frozenset(params)
-        events: list[list[tuple[int, dict[str, Any]]]] = []
+        param_set = frozenset(decl.params)
+        body_set = frozenset(decl.body_params)
+        events: list[EventList] = []
         times = np.zeros(len(indices))
         for k, i in enumerate(indices):
             key = str(i)
@@ -451,12 +433,10 @@ class Sandbox:
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
             times[k] = float(t)
             checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
-                                         self.limits.max_events_per_trace, i)
+                                         self.limits.max_events_per_trace, i, body_set, decl.interval)
             if isinstance(checked, Reason):
                 return SandboxResult(checked, **common)
             events.append(checked)
-        import hashlib
-
         digest = hashlib.blake2b(events_json, digest_size=12).hexdigest()
         return SandboxResult(None, events=events, times=times, events_hash=digest, **common)
 
@@ -480,33 +460,3 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
-def check_plain_events(
-    items: Any, num_frames: int, params: frozenset[str], names: set[str], max_events: int, idx: int
-) -> list[tuple[int, dict[str, Any]]] | Reason:
-    """The parent's check of one trace's events as parsed from the child's JSON (so every
-    value is already plain: no NaN, no objects): shape, frame range, exactly the PARAMS
-    keys, body names. The child ran the contract's `validate_events`; this is the same
-    schema again on the other side of the boundary, at JSON speed."""
-    if not isinstance(items, list):
-        return Reason(R.INVALID_EVENTS, f"trace {idx}: events are not a list")
-    if len(items) > max_events:
-        return Reason(R.TOO_MANY_EVENTS, f"{len(items)} events on trace {idx}, limit {max_events}")
-    out = []
-    for i, item in enumerate(items):
-        if type(item) is not list or len(item) != 2:
-            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: not a (frame, params) pair")
-        f, p = item
-        if type(f) is not int or not 0 <= f < num_frames:
-            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: frame {f!r} outside [0, {num_frames})")
-        if type(p) is not dict:
-            return Reason(R.INVALID_EVENTS, f"trace {idx} event {i}: params are not a dict")
-        if p.keys() != params:
-            extra, missing = sorted(p.keys() - params), sorted(params - p.keys())
-            code = R.UNKNOWN_PARAMS if extra else R.MISSING_PARAMS
-            return Reason(code, f"trace {idx} event {i}: keys {extra or missing} " +
-                          ("not in PARAMS" if extra else "missing"))
-        for key, value in p.items():
-            if key.startswith("object") and type(value) is str and value not in names:
-                return Reason(R.UNKNOWN_OBJECT, f"trace {idx} event {i}: {key}={value!r} is not a body name")
-        out.append((f, p))
-    return out

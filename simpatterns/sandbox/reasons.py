@@ -1,9 +1,10 @@
-"""Why a candidate was rejected: short machine-readable codes.
+"""Why untrusted code was rejected: short machine-readable codes.
 
-Every rejection anywhere in the evolver (AST gate, sandbox, schema check,
-fitness, database) carries one `Reason` code plus a one-line detail. The
-codes are stable strings: they go into the sample log, the report's
-rejection table and, shortened, back into later prompts as feedback.
+Every rejection (AST gate, sandbox, schema check, and in the evolver fitness,
+database and proposers) carries one `Reason` code plus a one-line detail. The
+codes are stable strings: they go into the evolver's sample log, the report's
+rejection table, later prompts as feedback (shortened), and annotation errors
+(`rejected by the sandbox (timeout: ...)`).
 """
 
 from __future__ import annotations

@@ -4,19 +4,27 @@ It rejects candidates that obviously try to leave the detector contract
 (imports other than numpy/math, file or process access, introspection
 through underscore attributes) before a process is spent on them, and it
 names the reason so the LLM can be told. It is a filter, not the security
-boundary: the sandbox (`simpatterns.evolve.sandbox`) assumes the gate can be
+boundary: the sandbox (`simpatterns.sandbox.pool`) assumes the gate can be
 bypassed and contains the candidate on its own.
+
+Two callers: the evolver checks every candidate (`check_candidate`, or
+`check_candidate_tree` on a `Candidate` parsed already), and annotation checks a
+library's untrusted (LLM-written) entries before any of them runs
+(`check_untrusted`). Loading a library does the contract's static checks only.
 """
 
 from __future__ import annotations
 
 import ast
-import threading
-from dataclasses import dataclass
+import weakref
 
-from simpatterns.detectors.contract import ALLOWED_IMPORTS, DetectorError, declared_names, normalize_label
-from simpatterns.evolve import reasons as R
-from simpatterns.evolve.reasons import Rejected
+from simpatterns.annotation import normalize_label
+from simpatterns.detectors.contract import ALLOWED_IMPORTS, AST_LOCK, Candidate, DetectorError, count_lines
+from simpatterns.detectors.library import LibraryError, PatternLibrary
+from simpatterns.sandbox import reasons as R
+from simpatterns.sandbox.reasons import Rejected
+
+__all__ = ["check_candidate", "check_candidate_tree", "check_untrusted"]
 
 FORBIDDEN_NAMES = frozenset({
     "open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
@@ -38,27 +46,6 @@ FORBIDDEN_ATTRIBUTES = frozenset({
 })
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
 
-# CPython 3.11 up to 3.11.8 can fail with "SystemError: AST constructor recursion depth
-# mismatch" when two threads build ASTs at once (gh-106905); evaluator threads and the
-# proposer parse concurrently, so every parse in the evolver holds this lock.
-AST_LOCK = threading.RLock()
-
-
-@dataclass(frozen=True)
-class CandidateInfo:
-    """What the gate learned from a candidate's source (nothing has run)."""
-
-    pattern: str
-    description: str
-    depends: list[str]
-    params: list[str]
-    num_lines: int
-
-
-def count_lines(source: str) -> int:
-    """Non-blank lines: the length the length penalty sees."""
-    return sum(1 for ln in source.splitlines() if ln.strip())
-
 
 def check_candidate(
     source: str,
@@ -67,51 +54,116 @@ def check_candidate(
     max_lines: int = 1000,
     max_chars: int = 200_000,
     safety: bool = True,
-) -> CandidateInfo:
-    """Raise `Rejected` with a reason code, or return the candidate's declared names.
+    *,
+    tree: ast.Module | None = None,
+) -> Candidate:
+    """Raise `Rejected` with a reason code, or return the checked `Candidate`.
 
     ``label``: the pattern being evolved (PATTERN must match). ``available``:
     labels the candidate may list in DEPENDS (None: any). ``safety=False``
     skips the import/name/attribute filter and keeps only the contract checks:
-    for testing that the sandbox holds on its own.
+    for testing that the sandbox holds on its own. ``tree``: ``source`` parsed
+    already (by the proposer that wrote it), so nothing is parsed here. The
+    checks run in a fixed order (size, syntax, the safety filter, the contract,
+    the declarations), so a source with several faults is always named by the
+    same one.
     """
+    _check_size(source, max_lines, max_chars)
     with AST_LOCK:
-        return _check(source, label, available, max_lines, max_chars, safety)
+        if tree is None:
+            try:
+                tree = ast.parse(source, filename="<candidate>")
+            except SyntaxError as exc:
+                raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
+            except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+                raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
+        if safety:
+            _walk(tree)
+        try:
+            candidate = Candidate.from_tree(source, tree, "<candidate>")
+        except DetectorError as exc:
+            raise Rejected(R.CONTRACT, str(exc)) from None
+    _check_declarations(candidate, label, available)
+    return candidate
 
 
-def _check(source: str, label: str | None, available: list[str] | None, max_lines: int, max_chars: int,
-           safety: bool) -> CandidateInfo:
+def check_candidate_tree(
+    candidate: Candidate,
+    label: str | None = None,
+    available: list[str] | None = None,
+    max_lines: int = 1000,
+    max_chars: int = 200_000,
+    safety: bool = True,
+) -> Candidate:
+    """`check_candidate` on a `Candidate` (parsed and contract-checked already): walks
+    ``candidate.tree`` instead of parsing again. Raises `Rejected` or returns ``candidate``."""
+    _check_size(candidate.source, max_lines, max_chars)
+    if safety:
+        with AST_LOCK:
+            _walk(candidate.tree)
+    _check_declarations(candidate, label, available)
+    return candidate
+
+
+def _check_size(source: str, max_lines: int, max_chars: int) -> None:
     if len(source) > max_chars:
         raise Rejected(R.TOO_LONG, f"{len(source)} characters, limit {max_chars}")
     nlines = count_lines(source)
     if nlines > max_lines:
         raise Rejected(R.TOO_LONG, f"{nlines} lines, limit {max_lines}")
-    try:
-        tree = ast.parse(source, filename="<candidate>")
-    except SyntaxError as exc:
-        raise Rejected(R.SYNTAX_ERROR, f"line {exc.lineno}: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise Rejected(R.SYNTAX_ERROR, f"unparsable source ({type(exc).__name__})") from None
-    if safety:
-        _walk(tree)
-    try:
-        values = declared_names(source, "<candidate>")
-    except DetectorError as exc:
-        raise Rejected(R.CONTRACT, str(exc)) from None
-    pattern = normalize_label(values["PATTERN"])
+
+
+def _check_declarations(candidate: Candidate, label: str | None, available: list[str] | None) -> None:
+    decl = candidate.declarations
+    pattern = decl.pattern
     if label is not None and pattern != normalize_label(label):
         raise Rejected(R.WRONG_PATTERN, f"PATTERN is {pattern!r}, expected {normalize_label(label)!r}")
-    depends = [normalize_label(d) for d in values["DEPENDS"]]
+    depends = list(decl.depends)
     if pattern in depends:
         raise Rejected(R.UNKNOWN_DEPENDENCY, f"{pattern!r} depends on itself")
     if available is not None:
         unknown = [d for d in depends if d not in set(available)]
         if unknown:
             raise Rejected(R.UNKNOWN_DEPENDENCY, f"DEPENDS names {unknown}, not in the library")
-    params = list(values["PARAMS"])
+    params = list(decl.params)
     if len(set(params)) != len(params):
         raise Rejected(R.CONTRACT, f"PARAMS repeats a key: {params}")
-    return CandidateInfo(pattern, values["DESCRIPTION"].strip(), depends, params, nlines)
+
+
+# ------------------------------------------------------------------ libraries
+UNTRUSTED_MAX_LINES = 2000  # an accepted detector may be longer than a candidate's first draft
+
+# library -> the untrusted sources it passed with: a library is gated once per object
+# (annotating trace by trace calls `check_untrusted` for every trace)
+_PASSED: "weakref.WeakKeyDictionary[PatternLibrary, set[str]]" = weakref.WeakKeyDictionary()
+
+
+def check_untrusted(library: PatternLibrary) -> None:
+    """The gate over every untrusted (LLM-written) detector of ``library``, before any of
+    them runs. Raises `LibraryError` naming the file and line, the pattern, "AST gate"
+    and the reason. Each source is parsed and walked once per library object."""
+    untrusted = library.untrusted_labels()
+    if not untrusted:
+        return
+    passed = _PASSED.setdefault(library, set())
+    for label in untrusted:
+        det = library.get(label)
+        if det.source in passed:
+            continue
+        try:
+            check_candidate(det.source, label, max_lines=UNTRUSTED_MAX_LINES)
+        except Rejected as exc:
+            detail = exc.reason.detail
+            line = detail.split(":", 1)[0][len("line "):] if detail.startswith("line ") else ""
+            where = _file_of(library, label)
+            raise LibraryError(f"{where}{':' + line if line.isdigit() else ''}: untrusted detector {label!r} "
+                               f"rejected by the AST gate ({exc.reason.short()})", [label]) from None
+        passed.add(det.source)
+
+
+def _file_of(library: PatternLibrary, label: str) -> str:
+    file = library.entry(label).file
+    return str(library.path / file) if library.path is not None else file
 
 
 def _walk(tree: ast.AST) -> None:
