@@ -20,7 +20,6 @@ machine is shared, so the load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -32,6 +31,7 @@ from simpatterns.dsl.synthesize import (
     with_agent_ball,
 )
 from simpatterns.envs.scenes import three_buckets
+from simpatterns.files import atomic_write_json
 from simpatterns.llm import make_client
 
 GOALS = Path(__file__).resolve().parents[1] / "examples" / "goals"
@@ -138,8 +138,7 @@ def main() -> None:
         print(f"{mode} | {s['parse_rate']:.0%} | {s['check_rate']:.0%} | {s['solved']:.0%} | {s['repairs']:.2f} | "
               f"{s['seconds_per_goal']:.1f} | {s['tokens_per_s']:.1f} | {ratio}")
     if args.json:
-        args.json.write_text(json.dumps({"summary": summary, "speed": speed, "rows": rows, "load": [load0, load1]},
-                                        indent=1))
+        atomic_write_json(args.json, {"summary": summary, "speed": speed, "rows": rows, "load": [load0, load1]})
 
 
 if __name__ == "__main__":
