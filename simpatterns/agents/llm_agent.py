@@ -52,13 +52,15 @@ class LLMAgent(Agent):
 
     def __init__(self, client: LLMClient, options: FeedbackOptions = FeedbackOptions(), *, library=None,
                  patterns: Iterable[str] | None = None, temperature: float = 0.0, max_tokens: int = 1024,
-                 condition: str | None = None):
+                 condition: str | None = None, sample_seed: int = 0):
+        """``sample_seed`` != 0 draws other request seeds (repeats of a study); 0 keeps the run's own."""
         self.client = client
         self.options = options
         self.needs_trace = options.feedback != "outcome"
         self.patterns = None if patterns is None else set(patterns)
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.sample_seed = int(sample_seed)
         self.condition = condition or f"llm/{options.feedback}"
         self._library = library
 
@@ -104,7 +106,8 @@ class LLMAgent(Agent):
 
     def _complete(self, messages: list[dict[str, Any]], max_tokens: int, *key: Any) -> str:
         req = ChatRequest(messages, temperature=self.temperature, max_tokens=max_tokens,
-                          seed=request_seed(self.context.seed, self.context.task.id, self.condition, *key))
+                          seed=request_seed(self.context.seed, self.context.task.id, self.condition, *key,
+                                            *((self.sample_seed,) if self.sample_seed else ())))
         completion = self.client.complete_one(req)
         self._requests += 1
         self._tokens += completion.usage.total_tokens
