@@ -8,7 +8,8 @@ answers with a ``CHOICE: <id>`` line; an answer without one, or naming a
 choice not on the menu, is a wasted attempt, and so is a choice it already
 tried (the loop's rule): both are logged with the raw answer. After a
 simulated attempt the agent builds the feedback: the outcome, plus frames,
-the annotation or a summary of it (`feedback.FEEDBACK`).
+the annotation, the raw state or a summary of the annotation
+(`feedback.FEEDBACK`: the Q&A benchmark's conditions, built by its code).
 
 Library studies plug in through ``patterns``: the annotation shown is
 restricted to those labels (the library still runs in full, so dependencies
@@ -27,17 +28,16 @@ from simpatterns.agents.episode import Agent, Attempt, Proposal, TaskContext
 from simpatterns.agents.feedback import (
     SYSTEM_PROMPT,
     FeedbackOptions,
-    frame_parts,
-    merge_parts,
+    feedback_parts,
     outcome_line,
     parse_choice,
     seconds,
     summary_request_messages,
     task_message,
-    text_part,
     turn_prompt,
 )
 from simpatterns.llm import ChatRequest, LLMClient
+from simpatterns.qa.context import merge_parts, text_part
 
 
 def request_seed(seed: int, *keys: Any) -> int:
@@ -132,28 +132,19 @@ class LLMAgent(Agent):
         self._turns.append({"answer": attempt.raw or "", "feedback": parts, "line": line})
 
     def _feedback(self, trace, number: int | None) -> list[dict[str, Any]]:
-        from simpatterns.annotate import annotate
-        from simpatterns.annotate.text import timeline_text
-        from simpatterns.annotation import Annotation
-
         opts = self.options
-        parts = []
-        if opts.shows_frames:
-            parts += frame_parts(trace, opts)
+        text = summary = None
         if opts.shows_annotation:
-            ann = annotate(trace, self.library)
-            if self.patterns is not None:
-                ann = Annotation({p: ev for p, ev in ann.pattern_events.items() if p in self.patterns},
-                                 ann.num_frames, [p for p in ann.patterns if p in self.patterns], ann.dt,
-                                 ann.trace_id, errors={k: v for k, v in ann.errors.items() if k in self.patterns})
+            from simpatterns.annotate import annotate
+            from simpatterns.annotate.text import timeline_text
+            from simpatterns.qa.views import restrict
+
+            ann = restrict(annotate(trace, self.library), self.patterns)
             text = timeline_text(trace, ann, opts.budget_chars)
             if opts.feedback == "summary":
-                summary = self._complete(summary_request_messages(text, opts), opts.summary_max_tokens,
-                                         "summary", number)
-                parts.append(text_part("Summary of the rollout:\n" + summary.strip()))
-            else:
-                parts.append(text_part("Annotation of the rollout (detected events):\n" + text))
-        return parts
+                summary = self._complete(summary_request_messages(self.context.task.scene, text, opts),
+                                         opts.summary_max_tokens, "summary", number)
+        return feedback_parts(trace, opts, text, summary)
 
     def finish(self) -> dict[str, Any]:
         return {"requests": self._requests, "tokens": self._tokens}

@@ -14,8 +14,9 @@ from simpatterns.agents.menu import NOT_SOLVED
 from simpatterns.agents.tasks import Task
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule
+from simpatterns.qa.context import ANNOTATION_HEADER, SUMMARY_HEADER
 
-ANNOTATION_MARK = "Annotation of the rollout"
+ANNOTATION_MARK = ANNOTATION_HEADER
 
 
 def last_text(body) -> str:
@@ -103,13 +104,13 @@ def test_frames_are_sent_as_image_parts_and_the_scene_image_on_request(store, se
 
 def test_summary_condition_asks_for_a_summary_then_shows_it(store, serve):
     _, solving, failing = choices(store)
-    summary = Rule(contains="Summarise in at most", replies=[Reply("The red ball fell beside the green ball.")])
+    summary = Rule(contains="Summarise what happens", replies=[Reply("The red ball fell beside the green ball.")])
     server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", rules=[summary])
     ep = run(store, server, FeedbackOptions(feedback="summary"))
     assert ep.solved_at == 2 and ep.info["requests"] == 3
     assert "Timeline" in server.requests[1]["messages"][-1]["content"]  # the summary request reads the annotation
     shown = last_text(server.requests[2])
-    assert "The red ball fell beside the green ball." in shown and "Timeline" not in shown
+    assert f"{SUMMARY_HEADER}\nThe red ball fell beside the green ball." in shown and "Timeline" not in shown
 
 
 @pytest.mark.parametrize("history, turns_shown", [("full", 3), ("windowed", 2), ("stateless", 1)])
