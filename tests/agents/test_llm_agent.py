@@ -133,3 +133,37 @@ def test_parse_choice():
     assert parse_choice("choice = **a3**") == ("A3", "")
     assert parse_choice("CHOICE: A1\nno wait\nCHOICE: A2") == ("A2", "")
     assert parse_choice("A12")[0] is None
+
+
+def test_feedback_is_built_as_the_qa_conditions(store, serve):
+    """Every feedback condition shows the rollout as the Q&A condition of the same name shows a
+    recording: the same pieces, in the same words (`qa.context.evidence_parts`)."""
+    from simpatterns.agents.feedback import feedback_parts, scene_table
+    from simpatterns.annotate import annotate
+    from simpatterns.annotate.text import timeline_text
+    from simpatterns.detectors.library import PatternLibrary
+    from simpatterns.qa.context import evidence_parts, merge_parts
+    from simpatterns.simulators.phyre import simulate
+
+    menu, solving, failing = choices(store)
+    scene = Task.from_id(SOLVABLE).scene
+    trace = simulate(scene, menu.choices[menu.index(failing)].action).trace
+    text = timeline_text(trace, annotate(trace, PatternLibrary.builtin()), 3000)
+    for fb in ("frames", "annotation", "frames+annotation", "state"):
+        opts = FeedbackOptions(feedback=fb, max_images=3, image_size=64)
+        server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}")
+        ep = run(store, server, opts)
+        assert ep.solved_at == 2
+        expected = evidence_parts(fb, trace, opts, lambda: text)
+        line = f"Attempt 1 ({failing}): not solved. The rollout ran {float(trace.time[-1]):.1f} s."
+        sent = server.requests[1]["messages"][-1]["content"]
+        assert sent == merge_parts([{"type": "text", "text": line}] + expected + [
+            {"type": "text", "text": "Choose your next action. End with 'CHOICE: <id>'."}])
+        assert feedback_parts(trace, opts, text) == expected
+    state = server.requests[1]["messages"][-1]["content"]
+    assert "Raw state at" in state and "velocity (vx, vy)" in state and "Timeline" not in state
+    # the object table is the Q&A one: ids, colours, walls; no recording span before the scene runs
+    table = scene_table(scene)
+    assert "red ball" not in table  # not placed yet
+    assert "green" in table and "static, scene border" in table and "Recording" not in table
+    assert table in server.requests[0]["messages"][1]["content"]
