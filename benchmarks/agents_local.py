@@ -5,7 +5,8 @@ A few tasks of the ``ball_within_template`` fold (the first test task of the
 first ``--tasks`` templates), a small menu (``--bins``³ grid) and a few attempts
 per task; the language-model agent asked by the local llama.cpp model (issue
 11's ``local`` backend, ``--model smollm2-135m``; text feedback only: the
-model reads no images) under the feedback conditions ``outcome``,
+model reads no images; each answer constrained to a ``CHOICE: <id>`` line of
+the menu by a grammar, ``--choice-grammar``) under the feedback conditions ``outcome``,
 ``annotation`` and ``state``, next to the random and oracle agents on the same
 menus; then the library-size curve (0 patterns and all) and leave-one-out
 importance of a few patterns, scored by AUCCESS. Prints the AUCCESS table, the
@@ -85,6 +86,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--out", type=Path, default=Path("/tmp/agents_local"))
     ap.add_argument("--cache", default=None, help="menu cache (default ~/.cache/simpatterns/menus)")
+    ap.add_argument("--free-answer", action="store_true", help="no choice grammar: the model writes freely (the "
+                    "135M model then rarely writes a CHOICE line, so almost every attempt is wasted)")
     ap.add_argument("--scripted", action="store_true", help="dry run with the scripted server instead of a model")
     ap.add_argument("--fresh", action="store_true", help="delete OUT first (otherwise runs resume)")
     args = ap.parse_args()
@@ -93,7 +96,8 @@ def main() -> None:
     lib = PatternLibrary.builtin()
     tasks = fold_tasks(args.tasks)
     config = EvalConfig(setup=None, tasks=tasks, budget=args.budget, bins=args.bins)
-    llm_opts = {"budget_chars": args.budget_chars, "max_tokens": args.max_tokens, "history": "full"}
+    llm_opts = {"budget_chars": args.budget_chars, "max_tokens": args.max_tokens, "history": "full",
+                **({} if args.free_answer else {"choice_grammar": True})}
     conditions = make_conditions(["llm"], FEEDBACK, llm_opts)
     print(f"tasks {', '.join(tasks)}; budget {args.budget}; {args.bins}^3 menus; feedback {', '.join(FEEDBACK)}")
 

@@ -75,8 +75,15 @@ BudgetChars = Annotated[int, typer.Option("--budget-chars", help="llm: character
                                                                  "attempt.")]
 Temperature = Annotated[float, typer.Option("--temperature", help="llm sampling temperature.")]
 MaxTokens = Annotated[int, typer.Option("--max-tokens", help="llm: tokens per answer.")]
+ChoiceGrammar = Annotated[bool, typer.Option(
+    "--choice-grammar/--free-answer", help="llm: constrain each answer to one 'CHOICE: <id>' line of the menu "
+    "(grammar-constrained decoding: --grammar auto or on, a backend that takes grammars); for small models.")]
 Cache = Annotated[Optional[Path], typer.Option("--cache", help="Menu cache (default ~/.cache/simpatterns/menus).")]
 Workers = Annotated[int, typer.Option("--workers", "-j", help="Processes for menus and simulated agents.")]
+
+
+def _grammar_opt(choice_grammar: bool) -> dict:
+    return {"choice_grammar": True} if choice_grammar else {}  # runs made before the option resume as they were
 
 
 def _config(setup: str, seeds: str, tasks: Optional[str], per_template: Optional[int],
@@ -128,6 +135,7 @@ def eval_cmd(
     budget_chars: BudgetChars = 3000,
     temperature: Temperature = 0.0,
     max_tokens: MaxTokens = 1024,
+    choice_grammar: ChoiceGrammar = False,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
     model: Model = None,
@@ -155,7 +163,8 @@ def eval_cmd(
     try:
         config = _config(setup, seeds, tasks, per_template, train_per_template, budget, bins, scan)
         llm_opts = {"history": history, "window": window, "scene_view": scene_view, "budget_chars": budget_chars,
-                    "temperature": temperature, "max_tokens": max_tokens}
+                    "temperature": temperature, "max_tokens": max_tokens,
+                    **_grammar_opt(choice_grammar)}
         conditions = make_conditions(names, fbs, llm_opts, _programs(programs))
     except (ValueError, TaskError) as exc:
         _fail(str(exc))
@@ -219,7 +228,7 @@ Cap = Annotated[int, typer.Option("--cap", help="Score views by AUCCESS@K (100: 
 
 def _study_setup(feedback: str, setup: str, seeds: str, tasks: Optional[str], per_template: Optional[int],
                  budget: int, bins: int, scan: str, history: str, window: int, scene_view: str, budget_chars: int,
-                 temperature: float, max_tokens: int):
+                 temperature: float, max_tokens: int, choice_grammar: bool):
     from simpatterns.agents.runner import make_conditions
     from simpatterns.agents.tasks import TaskError
 
@@ -230,7 +239,7 @@ def _study_setup(feedback: str, setup: str, seeds: str, tasks: Optional[str], pe
         config = _config(setup, seeds, tasks, per_template, None, budget, bins, scan)
         [cond] = make_conditions(["llm"], [feedback], {"history": history, "window": window, "scene_view": scene_view,
                                                        "budget_chars": budget_chars, "temperature": temperature,
-                                                       "max_tokens": max_tokens})
+                                                       "max_tokens": max_tokens, **_grammar_opt(choice_grammar)})
     except (ValueError, TaskError) as exc:
         _fail(str(exc))
     return config, cond
@@ -276,6 +285,7 @@ def library_curve_cmd(
     budget_chars: BudgetChars = 3000,
     temperature: Temperature = 0.0,
     max_tokens: MaxTokens = 1024,
+    choice_grammar: ChoiceGrammar = False,
     cap: Cap = 100,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
@@ -296,7 +306,7 @@ def library_curve_cmd(
     from simpatterns.qa.studies import parse_sizes
 
     config, cond = _study_setup(feedback, setup, seeds, tasks, per_template, budget, bins, scan, history, window,
-                                scene_view, budget_chars, temperature, max_tokens)
+                                scene_view, budget_chars, temperature, max_tokens, choice_grammar)
     lib = PatternLibrary.builtin()
     try:
         size_list = parse_sizes(sizes, len(lib))
@@ -334,6 +344,7 @@ def importance_cmd(
     budget_chars: BudgetChars = 3000,
     temperature: Temperature = 0.0,
     max_tokens: MaxTokens = 1024,
+    choice_grammar: ChoiceGrammar = False,
     cap: Cap = 100,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
@@ -354,7 +365,7 @@ def importance_cmd(
     from simpatterns.qa.studies import check_labels
 
     config, cond = _study_setup(feedback, setup, seeds, tasks, per_template, budget, bins, scan, history, window,
-                                scene_view, budget_chars, temperature, max_tokens)
+                                scene_view, budget_chars, temperature, max_tokens, choice_grammar)
     lib = PatternLibrary.builtin()
     held = _split(labels) if labels else None
     try:

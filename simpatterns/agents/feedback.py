@@ -167,6 +167,11 @@ def parse_choice(text: str) -> tuple[str | None, str]:
     return (raw if raw[0].isalpha() else "A" + str(int(raw))), ""
 
 
+def choice_grammar(ids: Sequence[str]) -> str:
+    """GBNF for an answer that is exactly one ``CHOICE: <id>`` line naming a menu choice."""
+    return f'root ::= "{CHOICE_PREFIX} " (' + " | ".join(f'"{i}"' for i in ids) + ")\n"
+
+
 def turn_prompt(tried: Sequence[str]) -> str:
     return f"Choose your next action. End with '{CHOICE_PREFIX} <id>'." if tried else \
         f"Choose your first action. End with '{CHOICE_PREFIX} <id>'."

@@ -28,6 +28,7 @@ from simpatterns.agents.episode import Agent, Attempt, Proposal, TaskContext
 from simpatterns.agents.feedback import (
     SYSTEM_PROMPT,
     FeedbackOptions,
+    choice_grammar,
     feedback_parts,
     outcome_line,
     parse_choice,
@@ -52,8 +53,10 @@ class LLMAgent(Agent):
 
     def __init__(self, client: LLMClient, options: FeedbackOptions = FeedbackOptions(), *, library=None,
                  patterns: Iterable[str] | None = None, temperature: float = 0.0, max_tokens: int = 1024,
-                 condition: str | None = None, sample_seed: int = 0):
-        """``sample_seed`` != 0 draws other request seeds (repeats of a study); 0 keeps the run's own."""
+                 condition: str | None = None, sample_seed: int = 0, choice_grammar: bool = False):
+        """``sample_seed`` != 0 draws other request seeds (repeats of a study); 0 keeps the run's own.
+        ``choice_grammar``: constrain each answer to one ``CHOICE: <id>`` line of the menu (no reasoning
+        text), where the backend takes grammars; for small models that do not keep the answer format."""
         self.client = client
         self.options = options
         self.needs_trace = options.feedback != "outcome"
@@ -61,6 +64,7 @@ class LLMAgent(Agent):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.sample_seed = int(sample_seed)
+        self.choice_grammar = bool(choice_grammar)
         self.condition = condition or f"llm/{options.feedback}"
         self._library = library
 
@@ -78,6 +82,7 @@ class LLMAgent(Agent):
         if context.menu is None:
             raise ValueError("the language-model agent chooses from a menu")
         self._task = task_message(context.task.scene, context.menu.text(), self.options, context.budget)
+        self._grammar = choice_grammar([c.id for c in context.menu.choices]) if self.choice_grammar else None
         self._turns: list[dict[str, Any]] = []  # {"answer", "feedback" (parts), "line"}
         self._requests = 0
         self._tokens = 0
@@ -104,8 +109,8 @@ class LLMAgent(Agent):
             msgs.append({"role": "user", "content": merge_parts(t["feedback"] + [text_part(turn_prompt(["x"]))])})
         return msgs
 
-    def _complete(self, messages: list[dict[str, Any]], max_tokens: int, *key: Any) -> str:
-        req = ChatRequest(messages, temperature=self.temperature, max_tokens=max_tokens,
+    def _complete(self, messages: list[dict[str, Any]], max_tokens: int, *key: Any, grammar: str | None = None) -> str:
+        req = ChatRequest(messages, temperature=self.temperature, max_tokens=max_tokens, grammar=grammar,
                           seed=request_seed(self.context.seed, self.context.task.id, self.condition, *key,
                                             *((self.sample_seed,) if self.sample_seed else ())))
         completion = self.client.complete_one(req)
@@ -114,7 +119,7 @@ class LLMAgent(Agent):
         return completion.text
 
     def propose(self) -> Proposal | None:
-        text = self._complete(self.messages(), self.max_tokens, len(self._turns))
+        text = self._complete(self.messages(), self.max_tokens, len(self._turns), grammar=self._grammar)
         choice, why = parse_choice(text)
         if choice is None:
             return Proposal(wasted=why, raw=text)

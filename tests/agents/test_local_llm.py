@@ -1,6 +1,6 @@
 """The language-model agent end to end with a real language model on this machine (the local llama.cpp
 backend, ``--model smollm2-135m``): two attempts on one task through `evaluate`, whatever the model
-chooses; the run reports, and its transcript replays to the same episodes byte for byte. Skipped where
+chooses (its answers constrained to a menu choice by the choice grammar); the run reports, and its transcript replays to the same episodes byte for byte. Skipped where
 the local backend is not installed; CI with the ``local`` extra runs it.
 
 The backend spec and model can be changed with SIMPATTERNS_AGENTS_LOCAL_LLM (default ``local``) and
@@ -24,6 +24,12 @@ SPEC = os.environ.get("SIMPATTERNS_AGENTS_LOCAL_LLM", "local")
 MODEL = os.environ.get("SIMPATTERNS_AGENTS_LOCAL_MODEL", "smollm2-135m")
 
 
+def out_menu(cache):
+    from simpatterns.agents.menu import MenuStore
+
+    return MenuStore(cache, BINS).get(SOLVABLE)
+
+
 @pytest.fixture
 def local_client():
     try:
@@ -35,7 +41,8 @@ def local_client():
 
 def test_local_model_plays_two_attempts_and_replays(local_client, menu_cache, tmp_path):
     config = EvalConfig(setup=None, tasks=(SOLVABLE,), budget=2, bins=BINS)
-    conds = make_conditions(["llm"], ["annotation"], {"budget_chars": 800, "max_tokens": 24})
+    # the grammar keeps the small model's answer to one CHOICE line of the menu
+    conds = make_conditions(["llm"], ["annotation"], {"budget_chars": 800, "max_tokens": 12, "choice_grammar": True})
     client = local_client(transcript=tmp_path / "t.jsonl")
     try:
         out = evaluate(tmp_path / "a", config, conds, cache_dir=menu_cache, client_factory=lambda _: client)
@@ -44,6 +51,10 @@ def test_local_model_plays_two_attempts_and_replays(local_client, menu_cache, tm
     [ep] = out.episodes
     assert ep.condition == "llm/annotation" and 1 <= len(ep.attempts) and ep.used <= 2
     assert all(a.status in STATUSES and a.raw is not None for a in ep.attempts)  # every answer is logged
+    menu_ids = {c.id for c in out_menu(menu_cache).choices}
+    # every answer names a menu choice (a repeat is wasted, an unparsable answer cannot happen)
+    assert all(a.raw.startswith("CHOICE: ") and a.choice in menu_ids for a in ep.attempts)
+    assert all(a.status != "wasted" or a.repeat_of == 1 for a in ep.attempts)
     assert ep.info["requests"] == sum(a.status != "invalid" for a in ep.attempts)
     assert (ep.solved_at is not None) or ep.used == 2
     report = write_report(tmp_path / "a")
