@@ -167,3 +167,25 @@ def test_feedback_is_built_as_the_qa_conditions(store, serve):
     assert "red ball" not in table  # not placed yet
     assert "green" in table and "static, scene border" in table and "Recording" not in table
     assert table in server.requests[0]["messages"][1]["content"]
+
+
+def test_choice_grammar_is_sent_and_accepts_exactly_the_menu(store, serve):
+    from simpatterns.llm.grammars import GBNF
+
+    menu, solving, failing = choices(store)
+    server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", owned_by="llamacpp")
+    with make_client("openai", base_url=server.base_url, grammar="auto") as client:
+        agent = LLMAgent(client, FeedbackOptions(feedback="outcome"), choice_grammar=True)
+        ep = run_episode(agent, TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))
+    assert ep.solved_at == 2
+    sent = [r["grammar"] for r in server.requests]
+    assert len(sent) == 2 and sent[0] == sent[1]
+    g = GBNF.parse(sent[0])
+    assert all(g.accepts(f"CHOICE: {c.id}") for c in menu.choices)
+    assert not g.accepts(f"CHOICE: A{len(menu) + 1}") and not g.accepts(f"I think {solving}")
+    # without the option no grammar goes out
+    server = serve(f"CHOICE: {solving}", owned_by="llamacpp")
+    with make_client("openai", base_url=server.base_url, grammar="auto") as client:
+        run_episode(LLMAgent(client, FeedbackOptions(feedback="outcome")),
+                    TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))
+    assert "grammar" not in server.requests[0]
