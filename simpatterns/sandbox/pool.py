@@ -44,6 +44,7 @@ from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Declarations, Detector
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.events import check_plain_events
+from simpatterns.sandbox.kernel import Protection
 from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.sandbox.reasons import Reason
 from simpatterns.sandbox.server import HEADER
@@ -51,11 +52,19 @@ from simpatterns.trace import Trace
 
 # Variables a candidate could use to reach services (API keys, proxies, cloud
 # credentials) never reach the server: it gets this environment and nothing else.
-_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **({"SECCOMP_DEBUG_KILL": "1"} if os.environ.get("SECCOMP_DEBUG_KILL") else {})}
 _THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding simpatterns/
+
+
+UNSAFE_ENV = "SIMPATTERNS_UNSAFE_SANDBOX"
+
+
+def unsafe_allowed() -> bool:
+    """Whether the user asked to run untrusted code below the stated minimum (``--unsafe-sandbox``)."""
+    return os.environ.get(UNSAFE_ENV, "") not in ("", "0")
 
 
 def scrubbed_env() -> dict[str, str]:
@@ -94,9 +103,10 @@ class SandboxError(RuntimeError):
 class SandboxWorker:
     """One fork server process and the pipes to it."""
 
-    def __init__(self, root: str, index: int = 0):
+    def __init__(self, root: str, index: int = 0, namespaces: bool = True):
         self.root = root
         self.index = index
+        self.namespaces = namespaces
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
         self.last_child: int | None = None
@@ -113,7 +123,8 @@ class SandboxWorker:
         stderr = open(self._stderr_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index)],
+                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index),
+                 "namespaces" if self.namespaces else "no-namespaces"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -129,6 +140,13 @@ class SandboxWorker:
         if msg.get("op") != "ready":
             raise SandboxError(f"fork server {self.index} sent {msg!r} instead of 'ready'")
         self.info = dict(msg["info"])
+        self.pids_seen.add(int(self.info["pid"]))
+
+    @property
+    def server_pid(self) -> int | None:
+        """The process that forks the candidates (pid 1 of the job's pid namespace, as the
+        machine sees it)."""
+        return int(self.info["pid"]) if self.proc is not None and self.info else None
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -245,15 +263,20 @@ class Sandbox:
     sandbox's temporary directory.
     """
 
-    def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None):
+    def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
+                 unsafe: bool | None = None, namespaces: bool = True):
+        """``unsafe``: run untrusted code even where the machine gives less than the stated
+        minimum (`Protection.meets_minimum`); None reads ``SIMPATTERNS_UNSAFE_SANDBOX=1``
+        (what ``--unsafe-sandbox`` sets). ``namespaces=False`` does without them (tests)."""
         if not traces:
             raise ValueError("the sandbox needs at least one trace")
+        self.unsafe = unsafe_allowed() if unsafe is None else bool(unsafe)
         self.traces = list(traces)
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
         self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
         self._deps: dict[str, list[EventList]] = {}
-        self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
+        self._workers = [SandboxWorker(self.root, i, namespaces) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
         self._frames = [t.num_frames for t in self.traces]
@@ -264,6 +287,7 @@ class Sandbox:
             for w in self._workers:
                 self._boot(w)
                 self._free.put(w)
+                self._check_minimum(w)
         except BaseException:
             self.close()
             raise
@@ -274,13 +298,31 @@ class Sandbox:
 
     @property
     def server_pids(self) -> list[int]:
-        return [w.proc.pid for w in self._workers if w.proc is not None]
+        return [pid for w in self._workers if (pid := w.server_pid) is not None]
+
+    @property
+    def protection(self) -> Protection:
+        """What confines a candidate here (`simpatterns.sandbox.kernel`)."""
+        return Protection.from_json(self._workers[0].info.get("protection", {}))
+
+    @property
+    def candidate_uids(self) -> list[range]:
+        """The uids this sandbox's candidates run as (root: one range per server; else none)."""
+        return [range(*w.info["uids"]) for w in self._workers if w.info.get("uids")]
 
     @property
     def pids_seen(self) -> set[int]:
         """Every process the sandbox started (servers, candidate children, spares);
         after `close` none of them is alive."""
         return set().union(*(w.pids_seen for w in self._workers))
+
+    def _check_minimum(self, w: SandboxWorker) -> None:
+        prot = Protection.from_json(w.info.get("protection", {}))
+        if not prot.meets_minimum and not self.unsafe:
+            raise SandboxError(
+                f"this machine cannot confine untrusted code (missing: {', '.join(prot.missing())}"
+                f"{'; ' + prot.detail if prot.detail else ''}); see docs/sandbox.md, or pass --unsafe-sandbox "
+                f"to run it anyway")
 
     def _boot(self, w: SandboxWorker) -> None:
         if w.proc is None:
