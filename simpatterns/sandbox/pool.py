@@ -78,15 +78,20 @@ class SandboxResult:
 
     ``events[i]`` are the sorted ``(frame, params)`` of trace ``i`` (job
     order; of the ``i``-th requested trace when `Sandbox.evaluate` got
-    ``traces``) and ``times[i]`` the seconds ``detect`` took on it, measured in
-    the child; both are None when rejected.
+    ``traces``); both are None when rejected. ``cpu_s``: the CPU seconds the
+    child spent on the job, read by the fork server from the child's CPU clock
+    (from outside: the candidate cannot change it). ``times[i]``: that total
+    shared among the traces in the proportions the child reported (the child
+    can skew the split, never the sum).
     """
 
     reason: Reason | None
     events: list[EventList] | None = None
     times: np.ndarray | None = None
     wall_s: float = 0.0
+    cpu_s: float = 0.0
     pid: int | None = None
+    uid: int | None = None  # the uid the child ran as (root: one of `Sandbox.candidate_uids`)
     smoke_ok: bool = False
     events_hash: str = ""  # of the canonical events JSON (equal behaviour, equal hash)
     info: dict[str, Any] = field(default_factory=dict)
@@ -442,7 +447,7 @@ class Sandbox:
         return self._result(msg, decl, indices)
 
     def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int]) -> SandboxResult:
-        common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
+        common = {"wall_s": float(msg.get("wall_s", 0.0)), "cpu_s": float(msg.get("cpu_s", 0.0)), "pid": msg.get("pid"), "uid": msg.get("uid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
             return SandboxResult(_reason(msg["reason"], msg.get("detail", "")), **common)
@@ -480,7 +485,9 @@ class Sandbox:
                 return SandboxResult(checked, **common)
             events.append(checked)
         digest = hashlib.blake2b(events_json, digest_size=12).hexdigest()
-        return SandboxResult(None, events=events, times=times, events_hash=digest, **common)
+        total = times.sum()
+        share = times / total if total > 0 else np.full(len(times), 1.0 / max(1, len(times)))
+        return SandboxResult(None, events=events, times=share * common["cpu_s"], events_hash=digest, **common)
 
     def close(self) -> None:
         for w in self._workers:
