@@ -13,6 +13,7 @@ import typer
 
 COMMAND_MODULES = (
     "simpatterns.simulators.commands",
+    "simpatterns.simulators.mujoco.commands",
     "simpatterns.detectors.commands",
     "simpatterns.annotate.commands",
     "simpatterns.dsl.commands",

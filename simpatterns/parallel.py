@@ -134,10 +134,13 @@ def _worker_init(setup: WorkerSetup | None) -> None:
 
 def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
     out = []
-    for i, item in chunk:
-        if _STOPPING:
-            raise WorkerStopped("stopped by the parent")
-        out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
+    try:
+        for i, item in chunk:
+            if _STOPPING:
+                raise WorkerStopped("stopped by the parent")
+            out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
+    except WorkerStopped:
+        os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
     return out
 
 

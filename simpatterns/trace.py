@@ -2,27 +2,40 @@
 
 Every module downstream (detectors, annotation, distances, reward programs,
 environments) reads traces through this class only. Arrays are columnar so
-detectors vectorise over frames and bodies:
+detectors vectorise over frames and bodies. ``D = trace.dim`` is 2 for planar
+(PHYRE, pymunk) traces and 3 for MuJoCo traces:
 
 - ``time[T]``: seconds since the start of the rollout, one row per stored frame.
 - ``position[T, N, D]``, ``velocity[T, N, D]``: body centres (centre of mass
-  for dynamic bodies) in scene units (pixels for PHYRE scenes, y up).
-- ``angle[T, N]`` (2D, radians, counter-clockwise) or ``quaternion[T, N, 4]``
-  (3D, w-x-y-z), and ``angular_velocity[T, N]`` (2D) / ``[T, N, 3]`` (3D).
+  for dynamic bodies) and their world-frame linear velocity, in scene units
+  (pixels for PHYRE scenes, y up; metres for MuJoCo scenes, up is
+  ``-meta["gravity"]``, +z when there is no gravity).
+- orientation: 2D ``angle[T, N]`` (radians, counter-clockwise) and
+  ``angular_velocity[T, N]`` (rad/s); 3D ``quaternion[T, N, 4]`` (w, x, y, z:
+  body frame to world, read-only), ``angular_velocity[T, N, 3]`` (world frame,
+  rad/s) and ``angle[T, N]`` = the tilt, the angle in radians between the
+  body's own z axis and world +z (0 upright, pi upside down), so a detector
+  asking "did it tip over" reads the same field in both worlds.
+  ``quaternion`` is None in 2D traces.
 - contacts as flat rows, one per touching body pair per stored frame:
   ``contact_frame[K]``, ``contact_a[K]``, ``contact_b[K]`` (body indices,
-  ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (from a
-  towards b), ``contact_impulse[K]`` (normal+tangent impulse magnitude
-  applied during that step). Rows are sorted by (frame, a, b), so
-  ``np.searchsorted(contact_frame, f)`` finds a frame's rows and
-  ``contact_row(frame, a, b)`` a pair's row.
+  ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (unit, from a
+  towards b), ``contact_impulse[K]`` (impulse applied during that step: the
+  normal+tangent impulse magnitude in 2D; in 3D the normal force times the
+  physics timestep, summed over the pair's contact points). Rows are sorted by
+  (frame, a, b), so ``np.searchsorted(contact_frame, f)`` finds a frame's rows
+  and ``contact_row(frame, a, b)`` a pair's row.
 - ``events``: raw simulator events, ``RawEvent(kind, frame, params)`` with kinds
   ``CollisionStart``, ``CollisionEnd`` and ``TaskComplete``.
 - ``meta``: simulator, template, variant, seed, action, dt, stride, world size,
-  success, ...
+  success, gravity, ...
 
 Frame indices always index the stored rows. With ``meta["stride"] == k`` a
 stored frame ``f`` is physics step ``f * k``.
+
+On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
+``header`` with the format name and version. Version 2 added the optional
+``quaternion`` array and 3D traces; version-1 files (2D only) still load.
 """
 
 from __future__ import annotations
@@ -41,7 +54,7 @@ import numpy as np
 from simpatterns.files import atomic_open
 
 FORMAT_NAME = "simpatterns-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
 
 COLLISION_START = "CollisionStart"
 COLLISION_END = "CollisionEnd"
@@ -58,11 +71,15 @@ class Body:
     """One body of the scene, with the words a person (or an LLM) would use.
 
     ``parts`` describe the collision geometry in the body's local frame
-    (origin = the body's recorded position, unrotated): each part is
+    (origin = the body's recorded position, unrotated). 2D parts are
     ``{"kind": "circle", "center": [x, y], "radius": r}`` or
-    ``{"kind": "poly", "vertices": [[x, y], ...]}``. ``size`` holds the
-    template-level dimensions (``radius``, ``length``, ``thickness``,
-    ``width``, ``height``) that are meaningful for the body's shape.
+    ``{"kind": "poly", "vertices": [[x, y], ...]}``. 3D parts have ``kind``
+    (ball, box, capsule, cylinder, ellipsoid, plane, mesh, ...), ``center``
+    ``[x, y, z]``, ``quat`` (w, x, y, z, part to body frame) and ``radius``
+    (the bounding-sphere radius), plus ``half_size`` (box, ellipsoid) or
+    ``half_length`` and ``radius_cross`` (capsule, cylinder). ``size`` holds
+    the dimensions that are meaningful for the body's shape (``radius``,
+    ``length``, ``thickness``, ``width``, ``height``, ``depth``).
     """
 
     name: str
@@ -78,12 +95,11 @@ class Body:
         """Largest distance from the body origin to any point of its geometry."""
         best = 0.0
         for part in self.parts:
-            if part["kind"] == "circle":
-                cx, cy = part["center"]
-                best = max(best, math.hypot(cx, cy) + part["radius"])
+            if "vertices" in part:
+                for v in part["vertices"]:
+                    best = max(best, math.hypot(*v))
             else:
-                for vx, vy in part["vertices"]:
-                    best = max(best, math.hypot(vx, vy))
+                best = max(best, math.hypot(*part["center"]) + part["radius"])
         return best
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +144,8 @@ _ARRAY_FIELDS = (
     "contact_normal",
     "contact_impulse",
 )
+# arrays only some traces have (None otherwise): 3D orientation
+_OPTIONAL_ARRAY_FIELDS = ("quaternion",)
 
 
 @dataclass
@@ -148,8 +166,12 @@ class Trace:
     contact_impulse: np.ndarray
     events: list[RawEvent] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    quaternion: np.ndarray | None = None  # [T, N, 4] (w, x, y, z) in 3D traces, None in 2D
 
     def __post_init__(self) -> None:
+        if self.quaternion is not None:  # a read-only view: detectors share it (the caller's array is untouched)
+            self.quaternion = self.quaternion.view()
+            self.quaternion.flags.writeable = False
         names = [b.name for b in self.bodies]
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
@@ -314,6 +336,7 @@ class Trace:
         """Write one compressed ``.npz`` atomically, creating missing folders."""
         path = Path(path)
         arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
+        arrays.update({n: getattr(self, n) for n in _OPTIONAL_ARRAY_FIELDS if getattr(self, n) is not None})
         header = json.dumps(self.header(), default=_json_default).encode()
         arrays["header"] = np.frombuffer(header, dtype=np.uint8)
         with atomic_open(path, "wb") as fh:
@@ -362,6 +385,7 @@ class Trace:
             raise TraceFormatError(f"{source}: missing arrays {missing}")
         try:
             arrays = {n: npz[n] for n in _ARRAY_FIELDS}
+            arrays.update({n: npz[n] for n in _OPTIONAL_ARRAY_FIELDS if n in files})
         except Exception as exc:
             raise TraceFormatError(f"{source}: array data is corrupt ({exc})") from exc
         try:
@@ -376,18 +400,31 @@ class Trace:
     def validate(self, source: str = "<trace>") -> None:
         """Check array shapes agree; raises `TraceFormatError` naming the field."""
         T, N = self.num_frames, self.num_bodies
+        if self.position.ndim != 3 or self.position.shape[2] not in (2, 3):
+            raise TraceFormatError(
+                f"{source}: field 'position' has shape {self.position.shape}, expected (T, N, 2) or (T, N, 3)"
+            )
+        D = self.dim
         expect = {
-            "position": (T, N),
-            "velocity": (T, N),
+            "position": (T, N, D),
+            "velocity": (T, N, D),
             "angle": (T, N),
-            "angular_velocity": (T, N),
+            "angular_velocity": (T, N) if D == 2 else (T, N, 3),
         }
-        for name, lead in expect.items():
+        if D == 3:
+            if self.quaternion is None:
+                raise TraceFormatError(f"{source}: field 'quaternion' is missing; a 3D trace needs it")
+            expect["quaternion"] = (T, N, 4)
+        elif self.quaternion is not None:
+            raise TraceFormatError(f"{source}: field 'quaternion' is set on a 2D trace; only 3D traces have it")
+        for name, shape in expect.items():
             arr = getattr(self, name)
-            if arr.shape[:2] != lead:
-                raise TraceFormatError(
-                    f"{source}: field {name!r} has shape {arr.shape}, expected leading {lead}"
-                )
+            if arr.shape != shape:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected {shape}")
+        for name in ("contact_point", "contact_normal"):
+            arr = getattr(self, name)
+            if arr.ndim != 2 or arr.shape[1] != D:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected (K, {D})")
         K = self.contact_frame.shape[0]
         for name in ("contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
             if getattr(self, name).shape[0] != K:
@@ -403,6 +440,12 @@ class Trace:
 
     def equals(self, other: "Trace") -> bool:
         """Bit-exact equality of arrays, bodies, events and meta (also ``==``)."""
+        for n in _OPTIONAL_ARRAY_FIELDS:
+            mine, theirs = getattr(self, n), getattr(other, n)
+            if (mine is None) != (theirs is None) or (
+                mine is not None and (mine.dtype != theirs.dtype or not np.array_equal(mine, theirs))
+            ):
+                return False
         if self.header() != other.header():
             return json.dumps(self.header(), default=_json_default, sort_keys=True) == json.dumps(
                 other.header(), default=_json_default, sort_keys=True

@@ -16,7 +16,7 @@ console = Console()
 
 def annotate_cmd(
     source: Path = typer.Argument(..., help="a trace (.npz) or a directory of traces (searched recursively)"),
-    library: str = typer.Option("builtin", "--library", "-l", help="'builtin' or a library directory"),
+    library: str = typer.Option("builtin", "--library", "-l", help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default: beside each trace)"),
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
@@ -114,11 +114,11 @@ def _write_failed(dest_dir: Path, exc: OSError) -> None:
 
 
 def _open_library(spec: str, trust_evolved: bool):
-    """``builtin`` or a library path -> `PatternLibrary`; exits 2 with the error."""
+    """``builtin``, ``builtin:3d`` or a library path -> `PatternLibrary`; exits 2 with the error."""
     from simpatterns.detectors.commands import open_library
     from simpatterns.detectors.library import LibraryError, PatternLibrary
 
-    if spec == "builtin":
+    if spec == "builtin" or spec.startswith("builtin:"):
         return open_library(spec)
     try:
         return PatternLibrary.load(spec, trust_evolved=trust_evolved)

@@ -11,15 +11,16 @@ from rich.table import Table
 console = Console()
 library_app = typer.Typer(help="Inspect a pattern library (the built-in guided one by default).", no_args_is_help=True)
 
-LIBRARY_OPTION_HELP = "'builtin' or a library directory (with library.json)"
+LIBRARY_OPTION_HELP = "'builtin', 'builtin:3d' or a library directory (with library.json)"
 
 
 def open_library(spec: str):
-    """``builtin`` or a directory/manifest path -> `PatternLibrary`; exits with a clear error."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    """``builtin`` (PHYRE's), ``builtin:3d`` or a directory/manifest path -> `PatternLibrary`;
+    exits with a clear error."""
+    from simpatterns.detectors.library import LibraryError, resolve_library
 
     try:
-        return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
+        return resolve_library(spec)
     except LibraryError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2)

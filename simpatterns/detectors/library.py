@@ -81,6 +81,8 @@ def is_untrusted_record(rec: dict[str, Any]) -> bool:
     """True for a manifest record of LLM-written code (see the module docstring)."""
     return rec.get("provenance") in UNTRUSTED_PROVENANCES or EVOLVE_RECORD in rec
 BUILTIN_PACKAGE = "simpatterns.detectors.builtin"
+# the built-in libraries by world: PHYRE's 2D patterns (the default) and the 3D/rope patterns
+BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.builtin3d"}
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
@@ -212,13 +214,19 @@ class PatternLibrary:
         return lib
 
     @classmethod
-    def builtin(cls) -> "PatternLibrary":
-        """The guided library shipped in ``simpatterns/detectors/builtin``."""
-        root = resources.files(BUILTIN_PACKAGE)
+    def builtin(cls, world: str = "phyre") -> "PatternLibrary":
+        """A library shipped with the package: ``"phyre"`` (default) the guided 2D library in
+        ``simpatterns/detectors/builtin``; ``"3d"`` the 3D and rope library in
+        ``simpatterns/detectors/builtin3d``."""
+        package = BUILTIN_LIBRARIES.get(world)
+        if package is None:
+            raise LibraryError(f"no built-in library {world!r}; the built-in libraries are "
+                               f"{', '.join(sorted(BUILTIN_LIBRARIES))}")
+        root = resources.files(package)
         manifest_res = root.joinpath(MANIFEST)
         if not manifest_res.is_file():
-            raise LibraryError(f"the built-in library has no {MANIFEST} (package {BUILTIN_PACKAGE})")
-        where = f"{BUILTIN_PACKAGE}/{MANIFEST}"
+            raise LibraryError(f"the built-in library has no {MANIFEST} (package {package})")
+        where = f"{package}/{MANIFEST}"
         try:
             manifest = json.loads(manifest_res.read_text())
         except json.JSONDecodeError as exc:
@@ -614,6 +622,17 @@ class PatternLibrary:
             raise
         self.path = path
         return path
+
+
+def resolve_library(spec: str | os.PathLike, trust_evolved: bool = False) -> PatternLibrary:
+    """The library a command-line ``--library`` value names: ``builtin`` (PHYRE's),
+    ``builtin:WORLD`` (``builtin:3d``), ``none`` (empty) or a library directory."""
+    text = str(spec)
+    if text == "none":
+        return PatternLibrary()
+    if text == "builtin" or text.startswith("builtin:"):
+        return PatternLibrary.builtin(text.split(":", 1)[1] if ":" in text else "phyre")
+    return PatternLibrary.load(text, trust_evolved=trust_evolved)
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:

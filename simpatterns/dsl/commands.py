@@ -38,7 +38,7 @@ reward_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LIBRARY_HELP = "'builtin', a library directory, or 'none' to skip pattern checks"
+LIBRARY_HELP = "'builtin', 'builtin:3d', a library directory, or 'none' to skip pattern checks"
 
 
 def _library(spec: str):

@@ -55,7 +55,8 @@ def discover_cmd(
     traces: Annotated[Path, typer.Option("--traces", help="Directory of .npz traces (searched recursively).")],
     labels: Annotated[Path, typer.Option("--labels", help="Labels file (TOML, [[label]] entries).")],
     library: Annotated[Path, typer.Option("--library", help="Output library directory (written atomically).")],
-    base_library: Annotated[str, typer.Option("--base-library", help="'builtin', 'none' or a library directory.")]
+    base_library: Annotated[str, typer.Option(
+        "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
     llm: Annotated[Optional[str], typer.Option(
         "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], replay:FILE. Omit with --offline.")] = None,
@@ -85,7 +86,7 @@ def discover_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    from simpatterns.detectors.library import LibraryError, resolve_library
     from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.fitness import FITNESS_KINDS
@@ -119,12 +120,7 @@ def discover_cmd(
     except (JobError, TraceFormatError, FileNotFoundError) as exc:
         _fail(str(exc))
     try:
-        if base_library == "none":
-            base = PatternLibrary()
-        elif base_library == "builtin":
-            base = PatternLibrary.builtin()
-        else:
-            base = PatternLibrary.load(base_library)
+        base = resolve_library(base_library)
     except LibraryError as exc:
         _fail(str(exc))
     texts = []

@@ -5,8 +5,10 @@ Proposals PHYRE rejects (the ball overlaps a body or leaves the scene) are
 redrawn before simulation and counted in ``invalid_proposals``, not in the
 budget, as PHYRE does not count them as attempts.
 
-Annealing works in the unit cube of (x, y, r), or on the ``bins**3`` grid
-of the quantised action space. Each round proposes ``batch_size``
+Annealing works in the unit cube of the objective's actions (``(x, y, r)``
+for PHYRE; ``objective.action_dim`` numbers for others, e.g. the rope's
+pushes, `simpatterns.optimize.rope.RopeObjective`), or on the ``bins**3``
+grid of PHYRE's quantised action space. Each round proposes ``batch_size``
 neighbours of the current action (Gaussian steps of ``step_size``,
 reflected into [0, 1]; on the grid rounded to cells, at least one cell
 away), evaluates them together (in parallel with a process pool), takes the
@@ -101,21 +103,23 @@ class SearchResult:
 
 
 class _Space:
-    """Continuous unit cube, or the bins^3 grid (cells as integer coordinates)."""
+    """Continuous unit cube of ``dim`` numbers, or PHYRE's bins^3 grid (cells as integer coordinates)."""
 
-    def __init__(self, bins: int | None):
+    def __init__(self, bins: int | None, dim: int = 3):
         if bins is not None and bins < 1:
             raise ValueError(f"bins must be >= 1, got {bins}")
-        self.bins = bins
+        if bins is not None and dim != 3:
+            raise ValueError(f"bins quantise PHYRE's (x, y, r) actions; this objective has {dim} action numbers")
+        self.bins, self.dim = bins, int(dim)
 
     def random(self, rng: np.random.Generator) -> np.ndarray:
         if self.bins is None:
-            return rng.random(3)
+            return rng.random(self.dim)
         return rng.integers(0, self.bins, 3).astype(np.float64)
 
     def neighbour(self, x: np.ndarray, step: float, rng: np.random.Generator) -> np.ndarray:
         if self.bins is None:
-            return _reflect(x + rng.normal(0.0, step, 3), 0.0, 1.0)
+            return _reflect(x + rng.normal(0.0, step, self.dim), 0.0, 1.0)
         delta = np.rint(rng.normal(0.0, max(step * self.bins, 0.5), 3))
         if not delta.any():
             delta[rng.integers(3)] = rng.choice((-1.0, 1.0))
@@ -213,7 +217,7 @@ def anneal(
     """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    space = _Space(bins)
+    space = _Space(bins, getattr(objective, "action_dim", 3))
     own = pool is None
     pool = pool if pool is not None else RolloutPool(objective, workers if config.batch_size > 1 else 1)
     try:
@@ -256,7 +260,7 @@ def random_search(
     budget accounting and result as `anneal`."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    space = _Space(bins)
+    space = _Space(bins, getattr(objective, "action_dim", 3))
     own = pool is None
     pool = pool if pool is not None else RolloutPool(objective, workers)
     try:

@@ -208,3 +208,25 @@ def test_parent_kills_and_restarts_a_hung_server(traces):
     while alive(sb.pids_seen) and time.time() < deadline:
         time.sleep(0.05)
     assert alive(sb.pids_seen) == []
+
+
+def test_numpy_functions_that_import_lazily_run_in_the_sandbox(sandbox, traces):
+    """np.median, np.percentile and np.unique import numpy.ma on first use: the server
+    imports it before confining children (inside a chroot a lazy import finds no file)."""
+    source = '''import numpy as np
+PATTERN = "medians"
+DESCRIPTION = "median speed, its 90th percentile and the distinct colliding bodies, at frame 0"
+DEPENDS = []
+PARAMS = ["median", "p90", "bodies"]
+
+def detect(trace, events):
+    s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+    return [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                 "bodies": int(np.unique(trace.contact_a).size)})]
+'''
+    res = sandbox.evaluate(Candidate.parse(source))
+    assert res.ok, res.reason
+    for trace, events in zip(traces[:6], res.events):
+        s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+        assert events == [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                               "bodies": int(np.unique(trace.contact_a).size)})]
