@@ -44,10 +44,12 @@ NAMESPACES = {"pid": CLONE_NEWPID, "ipc": CLONE_NEWIPC, "mount": CLONE_NEWNS, "u
               "net": CLONE_NEWNET}
 MINIMUM_NAMESPACES = frozenset({"pid", "ipc", "mount", "net"})
 NOBODY = 65534
-# Candidate uids: UID_BASE + (server slot << 12) + (candidate serial mod 4096); far above any
+# Candidate uids: UID_BASE + (slot << 12) + (candidate serial mod 4096), the slot being the
+# server's pid mod 2**18, so servers of concurrent jobs use different ranges; far above any
 # account a system creates, below 2**31.
 UID_BASE = 0x40000000
 UID_SPAN = 4096
+SLOTS = 1 << 18
 
 # Everything a detector (Python + numpy arithmetic on arrays already in memory) needs
 # once its job is read; anything else fails with EPERM. No open/openat, socket, SysV
@@ -171,13 +173,14 @@ def host_pid() -> int:
         return os.getpid()
 
 
-def candidate_uid(slot: int, serial: int) -> int:
-    """The unprivileged uid of candidate ``serial`` of server ``slot``."""
-    return UID_BASE + ((slot % UID_SPAN) << 12) + serial % UID_SPAN
+def candidate_uid(server_pid: int, serial: int) -> int:
+    """The unprivileged uid of candidate ``serial`` of the server with (host) pid ``server_pid``."""
+    return uid_range(server_pid)[serial % UID_SPAN]
 
 
-def uid_range(slot: int) -> range:
-    base = UID_BASE + ((slot % UID_SPAN) << 12)
+def uid_range(server_pid: int) -> range:
+    """The uids the candidates of the server with (host) pid ``server_pid`` run as (root)."""
+    base = UID_BASE + ((server_pid % SLOTS) << 12)
     return range(base, base + UID_SPAN)
 
 

@@ -67,6 +67,12 @@ def unsafe_allowed() -> bool:
     return os.environ.get(UNSAFE_ENV, "") not in ("", "0")
 
 
+def allow_unsafe() -> None:
+    """What ``--unsafe-sandbox`` does: every sandbox this process starts runs untrusted code even
+    below the stated minimum."""
+    os.environ[UNSAFE_ENV] = "1"
+
+
 def scrubbed_env() -> dict[str, str]:
     """The whole environment of a fork server (nothing inherited)."""
     return {**_KEEP_ENV, **_THREAD_ENV}
@@ -103,6 +109,10 @@ class SandboxResult:
 
 class SandboxError(RuntimeError):
     """The sandbox machinery itself failed (not a candidate's fault)."""
+
+
+class SandboxRefused(SandboxError):
+    """This machine gives less than the stated minimum and the user did not pass --unsafe-sandbox."""
 
 
 class SandboxWorker:
@@ -173,6 +183,7 @@ class SandboxWorker:
         self._kill(proc)
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+        inner = int(self.info.get("pid", 0)) if self.info else 0
         for pgid in (self.last_child, proc.pid):
             if pgid:
                 try:
@@ -183,6 +194,11 @@ class SandboxWorker:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        # the forking server (pid 1 of the namespace, a child of proc) goes with its group;
+        # wait until it is gone, so a caller that checks finds nothing left
+        deadline = time.monotonic() + 2.0
+        while inner and inner != proc.pid and _running(inner) and time.monotonic() < deadline:
+            time.sleep(0.005)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 try:
@@ -324,7 +340,7 @@ class Sandbox:
     def _check_minimum(self, w: SandboxWorker) -> None:
         prot = Protection.from_json(w.info.get("protection", {}))
         if not prot.meets_minimum and not self.unsafe:
-            raise SandboxError(
+            raise SandboxRefused(
                 f"this machine cannot confine untrusted code (missing: {', '.join(prot.missing())}"
                 f"{'; ' + prot.detail if prot.detail else ''}); see docs/sandbox.md, or pass --unsafe-sandbox "
                 f"to run it anyway")
@@ -499,6 +515,14 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _reason(code: str, detail: str) -> Reason:

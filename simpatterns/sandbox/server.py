@@ -59,7 +59,6 @@ import numpy.ma  # noqa: F401  (np.median, np.percentile, np.unique reach it)
 import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
-import numpy.ma  # noqa: F401
 
 for _lazy in ("numpy.exceptions", "numpy.dtypes", "numpy.strings"):  # numpy 2
     try:
@@ -174,7 +173,7 @@ class Server:
                                  detail=self.why)
 
     def info(self) -> dict[str, Any]:
-        uids = kernel.uid_range(self.slot)
+        uids = kernel.uid_range(self.host_pid)
         return {
             "pid": self.host_pid,
             "root_user": os.geteuid() == 0 and self.mode != "userns",
@@ -227,7 +226,7 @@ class Server:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
         vm_kb = _vm_size_kb()
-        uid = kernel.candidate_uid(self.slot, self.serial) if self.mode == "root" else None
+        uid = kernel.candidate_uid(self.host_pid, self.serial) if self.mode == "root" else None
         self.serial += 1
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         pid = os.fork()

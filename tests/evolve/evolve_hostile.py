@@ -51,7 +51,7 @@ CORPUS = [
      {"forbidden_attribute"}, {"exception"}),
     ("allocate_20gb", "    a = np.ones(int(20e9 / 8))\n    return [(0, {'object': 'ground'})]",
      {"memory"}, {"memory"}),
-    ("infinite_loop", "    while True:\n        pass", {"timeout"}, {"timeout", "cpu_limit"}),
+    ("infinite_loop", "    while True:\n        pass", {"timeout", "cpu_limit"}, {"timeout", "cpu_limit"}),
     ("deep_recursion", "    def f(n):\n        return f(n + 1)\n    return f(0)", {"recursion"}, {"recursion"}),
     ("print_100mb", "    print('x' * 100_000_000)\n    return []", {"output_limit"}, {"output_limit"}),
     ("signal_handlers", "    import signal\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    while True:\n        pass",

@@ -121,9 +121,10 @@ def test_both_sides_of_the_boundary_check_the_declared_bodies():
 
 
 def test_isolation_facts(sandbox):
-    info = sandbox.info
+    prot = sandbox.protection
+    assert prot.meets_minimum and prot.chroot and prot.seccomp
     if os.geteuid() == 0:
-        assert info["chroot_and_nobody"]
+        assert prot.mode == "root" and prot.distinct_uids
     assert "OPENAI_API_KEY" not in scrubbed_env()
     assert set(scrubbed_env()) <= {"PATH", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                    "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}
