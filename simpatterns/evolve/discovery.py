@@ -56,7 +56,7 @@ from simpatterns.evolve.growth import LibraryState
 from simpatterns.evolve.prompt import LabelSpec, skeleton, trace_api
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.records import JobDone, LabelDone, LabelStart, ProposedLabels, Record, RoundEnd
-from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, sample_record
+from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, safe_sample_record
 from simpatterns.evolve.runlog import RunLog
 from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
@@ -307,7 +307,7 @@ class DiscoveryJob:
         batch = min(cfg.batch_size, cfg.samples_per_label - cur.samples)
         items = plan_round(self.state, cur, batch, self.lib.prompt_info(cur.spec), self._api)
         await run_round(items, cur.spec, self.proposer, self.evaluator, executor, cfg)
-        records: list[Record] = [sample_record(cur, it) for it in items]
+        records: list[Record] = [safe_sample_record(cur, it, self.log.quarantine) for it in items]
         records.append(RoundEnd(cur.spec.label, cur.round, self._elapsed(), self.state.tokens))
         self._commit(records)
         if self.progress:

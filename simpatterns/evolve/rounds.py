@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -150,6 +151,27 @@ async def run_round(items: list[RoundItem], spec: LabelSpec, proposer: Any, eval
         for _ in consumers:
             await queue.put(None)
         await asyncio.gather(*consumers)
+
+
+def safe_sample_record(cur: LabelState, it: RoundItem, quarantine: Callable[[dict[str, Any]], None]) -> Sample:
+    """`sample_record`, or, when the record cannot be built or written as JSON, a rejected
+    sample with reason ``quarantined``: the item goes to ``quarantine`` with why, and the job
+    (and every ``--resume``) goes on past it."""
+    try:
+        rec = sample_record(cur, it)
+        json.dumps(rec.to_json(), allow_nan=False).encode("utf-8")
+        return rec
+    except Exception as exc:  # noqa: BLE001 - one unprocessable answer costs one sample
+        why = f"{type(exc).__name__}: {exc}"
+        code = it.proposal.source if it.proposal is not None else None
+        quarantine({"label": cur.spec.label, "sample": it.sample, "reason": why,
+                    "code": None if code is None else code[:100_000]})
+        rec = Sample(label=cur.spec.label, round=cur.round, k=it.k, sample=it.sample, island=it.island,
+                     epoch=it.epoch, parents=it.prompt.parents, version=it.prompt.version,
+                     prompt_hash=it.prompt.prompt_hash, seed=it.seed, model="", code=None, prompt_tokens=0,
+                     completion_tokens=0, finish_reason="", wall_s=0.0, outcome="rejected")
+        rec.reason = Reason(R.QUARANTINED, why)
+        return rec
 
 
 def sample_record(cur: LabelState, it: RoundItem) -> Sample:

@@ -16,6 +16,17 @@ from typing import Any, Mapping, Sequence
 ROLES = ("system", "user", "assistant", "tool", "developer")
 
 
+def clean_text(text: str) -> str:
+    """``text`` made encodable: a lone surrogate (valid in a Python str and in JSON's
+    ``\\ud800``, never in UTF-8) becomes ``?``. Everything the layer sends, hashes, records
+    or returns goes through it, so no answer can make a later encode raise."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 @dataclass
 class ChatRequest:
     """One chat request; ``n`` samples of the reply to ``messages``.
@@ -42,7 +53,10 @@ class ChatRequest:
                 raise ValueError(f"ChatRequest.messages[{i}] must be a mapping with 'role' and 'content'")
             if m["role"] not in ROLES:
                 raise ValueError(f"ChatRequest.messages[{i}].role {m['role']!r} is not one of {ROLES}")
-            msgs.append(dict(m))
+            msg = dict(m)
+            if isinstance(msg["content"], str):
+                msg["content"] = clean_text(msg["content"])
+            msgs.append(msg)
         if not msgs:
             raise ValueError("ChatRequest.messages is empty")
         self.messages = msgs
@@ -152,6 +166,9 @@ class Completion:
     prompt_hash: str = ""
     attempts: int = 1
     constrained: bool = False
+
+    def __post_init__(self) -> None:
+        self.texts = [clean_text(t) if isinstance(t, str) else "" for t in self.texts]
 
     @property
     def text(self) -> str:
