@@ -173,6 +173,7 @@ def discover_cmd(
     accepted = sum(1 for r in job.state.done if r.accepted)
     console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
                   f"simpatterns evolve report {escape(str(rdir))}")
+    console.print(f"stopped: {escape(job.stop_reason)}", soft_wrap=True)  # the last line: which budget ended it
 
 
 @evolve_app.command("report")

@@ -115,6 +115,7 @@ class DiscoveryJob:
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
         self._rounds_since_snapshot = 0
+        self.stop_reason = ""  # which budget ended this session, in words (the CLI's last line)
 
     # ----------------------------------------------------------- entry point
     def run(self) -> PatternLibrary:
@@ -141,6 +142,9 @@ class DiscoveryJob:
                 await self._run_labels(executor)
             if not self.state.finished and not self._out_of_budget():
                 self._commit([JobDone(self._elapsed(), str(self.library_out))])
+            if not self.stop_reason:
+                self.stop_reason = (f"sample budget: every label ran its {self.config.samples_per_label} samples "
+                                    f"(--budget)")
         finally:
             executor.shutdown(wait=True)
             self.sandbox.close()
@@ -244,12 +248,18 @@ class DiscoveryJob:
                 return  # out of budget mid-label: a resume with a larger budget continues here
 
     def _out_of_budget(self) -> bool:
+        """Whether a budget other than the samples' is spent; `stop_reason` then names it."""
         c = self.config
         if c.max_total_tokens is not None and self.state.tokens >= c.max_total_tokens:
-            return True
-        if c.max_wall_s is not None and self._elapsed() >= c.max_wall_s:
-            return True
-        return False
+            self.stop_reason = f"token budget: {self.state.tokens} of {c.max_total_tokens} tokens used " \
+                               f"(--max-total-tokens)"
+        elif c.max_wall_s is not None and self._elapsed() >= c.max_wall_s:
+            self.stop_reason = f"wall-clock budget: {self._elapsed():.0f} s of {c.max_wall_s:g} s (--max-wall-s)"
+        elif getattr(self.proposer, "exhausted", None):
+            self.stop_reason = f"LLM {self.proposer.exhausted}"
+        else:
+            return False
+        return True
 
     def _seed_source(self, spec: LabelSpec) -> tuple[str, str]:
         """(source, origin) of the label's start program."""

@@ -105,3 +105,30 @@ def test_a_poison_answer_neither_crashes_nor_hangs_the_job_and_resume_finishes(n
     # every record is plain, encodable JSON
     for line in (tmp_path / "run" / "samples.jsonl").read_text(encoding="utf-8").splitlines():
         json.loads(line)
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--max-total-tokens", "3000"], "token budget"),
+    ([], "sample budget"),
+], ids=["tokens", "samples"])
+def test_the_last_line_names_the_budget_that_ended_the_run(extra, words, traces, small_library, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    tdir = tmp_path / "traces"
+    tdir.mkdir()
+    for i, t in enumerate(traces[:4]):
+        t.save(tdir / f"t{i}.npz")
+    base = small_library.save(tmp_path / "base")
+    labels = tmp_path / "labels.toml"
+    labels.write_text('[[label]]\nlabel = "probe"\ndescription = "budget"\nparams = ["object"]\n')
+    with ScriptedLLMServer(default=Reply(fenced(GOOD))) as server:
+        cmd = [sys.executable, "-m", "simpatterns.cli", "discover", "--traces", str(tdir), "--labels", str(labels),
+               "--library", str(tmp_path / "lib"), "--base-library", str(base), "--llm", "openai", "--base-url",
+               server.base_url, "--budget", "8", "--batch", "2", "--seed", "1", "-q", *extra]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, OPENAI_API_KEY="sk-x", COLUMNS="200"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("stopped: ") and words in last, done.stdout[-500:]
