@@ -78,6 +78,8 @@ def scrubbed_env() -> dict[str, str]:
     return {**_KEEP_ENV, **_THREAD_ENV}
 
 
+CONTAINER_BYTES = 12  # a result may hold one list or object per this many bytes (an event takes ~13 or more)
+
 @dataclass
 class SandboxResult:
     """What running a candidate produced.
@@ -88,12 +90,16 @@ class SandboxResult:
     child spent on the job, read by the fork server from the child's CPU clock
     (from outside: the candidate cannot change it). ``times[i]``: that total
     shared among the traces in the proportions the child reported (the child
-    can skew the split, never the sum).
+    can skew the split, never the sum): for reports and limits only, never for
+    fitness (it differs between runs). ``steps[i]``: the lines of the candidate
+    the child counted on trace ``i`` (`simpatterns.detectors.cost`), the same
+    in every run: what the evolver's time penalty reads.
     """
 
     reason: Reason | None
     events: list[EventList] | None = None
     times: np.ndarray | None = None
+    steps: np.ndarray | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
     pid: int | None = None
@@ -300,6 +306,9 @@ class Sandbox:
         self._workers = [SandboxWorker(self.root, i, namespaces) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
+        # one result decoded at a time: JSON becomes ~14 times its size in Python objects, so
+        # the parent's memory grows by at most one decode, not one per worker (docs/sandbox.md)
+        self._decode_lock = threading.Lock()
         self._frames = [t.num_frames for t in self.traces]
         self._names = [set(t.names) for t in self.traces]
         # smoke traces first: the shortest ones (ties by index, so the order is stable)
@@ -460,9 +469,11 @@ class Sandbox:
                 return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
         finally:
             self._free.put(w)
-        return self._result(msg, decl, indices)
+        with self._decode_lock:
+            return self._result(msg, decl, indices, lim)
 
-    def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int]) -> SandboxResult:
+    def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int],
+                lim: SandboxLimits) -> SandboxResult:
         common = {"wall_s": float(msg.get("wall_s", 0.0)), "cpu_s": float(msg.get("cpu_s", 0.0)), "pid": msg.get("pid"), "uid": msg.get("uid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
@@ -476,34 +487,46 @@ class Sandbox:
         if "reason" in result:
             return SandboxResult(_reason(str(result["reason"]), str(result.get("detail", ""))), **common)
         raw_times = result.get("times")
+        raw_steps = result.get("steps")
         events_json = msg.get("events_json", b"")
+        # Empty lists and objects are the JSON that grows most when parsed (3 bytes become 64):
+        # counted before parsing, so no result can cost the parent more than ~14 bytes per byte.
+        containers = events_json.count(b"[") + events_json.count(b"{")
+        most = max(1024, lim.max_result_bytes // CONTAINER_BYTES)
+        if containers > most:
+            return SandboxResult(Reason(R.INVALID_EVENTS, f"result has {containers} lists and objects, limit {most}"),
+                                 **common)
         try:
             raw_events = json.loads(events_json, parse_constant=_no_constants)
         except (ValueError, RecursionError) as exc:
             return SandboxResult(Reason(R.INVALID_EVENTS, f"events are not plain JSON ({exc})"), **common)
-        if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
+        if not isinstance(raw_events, dict) or not isinstance(raw_times, dict) or not isinstance(raw_steps, dict):
             return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
         param_set = frozenset(decl.params)
         body_set = frozenset(decl.body_params)
         events: list[EventList] = []
         times = np.zeros(len(indices))
+        steps = np.zeros(len(indices), dtype=np.int64)
         for k, i in enumerate(indices):
             key = str(i)
-            if key not in raw_events or key not in raw_times:
+            if key not in raw_events or key not in raw_times or key not in raw_steps:
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"no result for trace {i}"), **common)
-            t = raw_times[key]
+            t, n = raw_times[key], raw_steps[key]
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not (0 <= t < 1e6):
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
-            times[k] = float(t)
+            if isinstance(n, bool) or not isinstance(n, int) or not (0 <= n < 1 << 62):
+                return SandboxResult(Reason(R.INVALID_EVENTS, f"bad step count for trace {i}"), **common)
+            times[k], steps[k] = float(t), n
             checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
-                                         self.limits.max_events_per_trace, i, body_set, decl.interval)
+                                         lim.max_events_per_trace, i, body_set, decl.interval)
             if isinstance(checked, Reason):
                 return SandboxResult(checked, **common)
             events.append(checked)
         digest = hashlib.blake2b(events_json, digest_size=12).hexdigest()
         total = times.sum()
         share = times / total if total > 0 else np.full(len(times), 1.0 / max(1, len(times)))
-        return SandboxResult(None, events=events, times=share * common["cpu_s"], events_hash=digest, **common)
+        return SandboxResult(None, events=events, times=share * common["cpu_s"], steps=steps, events_hash=digest,
+                             **common)
 
     def close(self) -> None:
         for w in self._workers:

@@ -67,6 +67,7 @@ for _lazy in ("numpy.exceptions", "numpy.dtypes", "numpy.strings"):  # numpy 2
         pass
 
 from simpatterns.annotation import EventList
+from simpatterns.detectors.cost import counted_call
 from simpatterns.sandbox import kernel
 from simpatterns.sandbox.events import check_events, encode_events
 
@@ -530,10 +531,13 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     order = list(req["order"])
     n_smoke = int(req["n_smoke"])
     max_events = int(req["max_events_per_trace"])
+    cap = int(req["max_result_bytes"])
+    size = 2
     ns: dict[str, Any] = {"__builtins__": builtins_ns, "__name__": "candidate",
                           "np": np, "numpy": np, "math": math}
     encoded: dict[int, str] = {}
     times: dict[str, float] = {}
+    steps: dict[str, int] = {}
     try:
         exec(compile(req["source"], "<candidate>", "exec"), ns)
         detect = ns.get("detect")
@@ -546,19 +550,22 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
             trace = server.traces[idx]
             dep_events = {d: [(f, dict(p)) for f, p in server.deps[d][idx]] for d in depends}
             t0 = time.perf_counter()
-            raw = detect(trace, dep_events)
+            raw, steps[str(idx)] = counted_call(detect, trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
             checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx,
                                    body_set, interval)
             if isinstance(checked, dict):
                 return checked, b""
             encoded[idx] = encode_events(checked)
+            size += len(encoded[idx]) + len(str(idx)) + 4
+            if size > cap:  # stop as soon as the result cannot be sent
+                return {"reason": "output_too_large", "detail": f"events of more than {cap} bytes"}, b""
             if k + 1 == n_smoke:
                 write_all(w, TAG_SMOKE)
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the result
         return _exc_reason(exc), b""
     body = ",".join(f'"{i}":{encoded[i]}' for i in sorted(encoded))
-    return {"times": times}, ("{" + body + "}").encode()
+    return {"times": times, "steps": steps}, ("{" + body + "}").encode()
 
 
 def main() -> None:

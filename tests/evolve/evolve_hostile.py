@@ -10,7 +10,8 @@ be able to signal.
 module globals without an import or an underscore (a generator's ``gi_frame.f_back``, a
 ``match`` class pattern reading ``__class__``), and from there SysV IPC, signals to other
 processes, replacing the clock the child times itself with, and writing straight into the
-result pipe. `NUMPY` exhausts resources through numpy alone.
+result pipe. `NUMPY` exhausts resources through numpy alone; `RESULTS` sends the parent results
+as large as the limits allow, and lists it would parse into many times their size.
 """
 
 HEAD = '''import numpy as np
@@ -76,9 +77,11 @@ CORPUS = [
 # underscore attribute, no forbidden name); each leaves the server module's globals in ``glb``.
 FRAME_GLOBALS = (
     "    def walk():\n"
-    "        yield gen.gi_frame.f_back.f_back\n"
+    "        yield gen.gi_frame.f_back\n"
     "    gen = walk()\n"
     "    frame = next(gen)\n"
+    "    while 'check_events' not in frame.f_globals:\n"  # up to the server's module, however deep
+    "        frame = frame.f_back\n"
     "    glb = frame.f_globals\n"
 )
 MATCH_GLOBALS = (
@@ -160,6 +163,30 @@ NUMPY = [
     ("numpy_tile_bomb", "    a = np.tile(np.arange(10), 10 ** 10)\n    return []", {"memory"}, {"memory"}),
     ("numpy_outer_bomb", "    v = np.arange(10 ** 6, dtype=float)\n    return [(int(np.outer(v, v).sum()) % 2, {})]",
      {"memory"}, {"memory"}),
+]
+
+# Results that attack the parent's memory: each as large as the limits let it be. With the gate:
+# lists of body names (the schema allows them) up to the result cap, and past it; without: empty
+# lists straight into the result pipe (3 bytes of JSON, 64 of Python object each when parsed).
+PIPE_EMPTY_LISTS = (
+    "    os = glb['os']\n"
+    "    w = frame.f_locals['w']\n"
+    "    bomb = b'{\"0\":[' + b'[],' * 1_300_000 + b'[]]}'\n"
+    "    os.write(w, b'E' + len(bomb).to_bytes(8, 'big') + bomb)\n"
+    "    ok = b'{\"times\":{\"0\":0.0},\"steps\":{\"0\":0}}'\n"
+    "    os.write(w, b'R' + len(ok).to_bytes(8, 'big') + ok)\n"
+    "    os._exit(0)"
+)
+RESULTS = [
+    ("result_near_cap", "    names = [trace.names[-1]] * 12\n"
+     "    return [(f % trace.num_frames, {'object': names}) for f in range(4000)]",
+     SIDE_EFFECT_ONLY | {"too_many_events"}, SIDE_EFFECT_ONLY | {"too_many_events"}),
+    ("result_past_cap", "    names = [trace.names[-1]] * 100\n"
+     "    return [(f % trace.num_frames, {'object': names}) for f in range(4000)]",
+     {"output_too_large"}, {"output_too_large"}),
+    # invalid_events: counted before parsing (a small result cap stops it earlier, in the server)
+    ("pipe_empty_lists", FRAME_GLOBALS + PIPE_EMPTY_LISTS, {"forbidden_attribute"},
+     {"invalid_events", "output_too_large"}),
 ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from evolve_fixtures import alive, processes_mentioning
-from evolve_hostile import CORPUS, KERNEL, NUMPY, program
+from evolve_hostile import CORPUS, KERNEL, NUMPY, RESULTS, program
 
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.sandbox import reasons as R
@@ -105,12 +105,12 @@ def scripted_answers(builtin) -> dict[str, list[tuple[str, set[str]]]]:
     return answers
 
 
-def scripted_server(builtin) -> ScriptedLLMServer:
+def scripted_server(builtin, delay_s: float = 0.0) -> ScriptedLLMServer:
     answers = scripted_answers(builtin)
     rules = []
     for label, items in answers.items():
         for j, (text, _) in enumerate(items):
-            rules.append(Rule(replies=[Reply(text)], match=(
+            rules.append(Rule(replies=[Reply(text, delay_s=delay_s)], match=(
                 lambda body, label=label, j=j, n=len(items):
                 f"Pattern to detect: {label!r}" in body["messages"][-1]["content"] and body["seed"] % n == j)))
     return ScriptedLLMServer(rules=rules)
@@ -130,7 +130,7 @@ def test_scripted_llm_job_accepts_the_good_detectors(traces, builtin, small_libr
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-candidates")
     answers = scripted_answers(builtin)
     specs, _ = load_labels(labels_file(tmp_path / "labels.toml"))
-    with scripted_server(builtin) as server:
+    with scripted_server(builtin, delay_s=0.2) as server:  # answers that take a while overlap, however loaded
         client = make_client("openai", base_url=server.base_url, concurrency=4)
         job = DiscoveryJob(traces, specs, small_library, tmp_path / "run", tmp_path / "lib",
                            LLMProposer(client), fast_config(samples_per_label=16, seed=4))
@@ -177,7 +177,7 @@ def test_hostile_corpus_inside_a_job(traces, small_library, tmp_path, monkeypatc
     marker = tmp_path / "outside" / "marker"
     marker.parent.mkdir()
     label = "probe"
-    corpus = CORPUS + KERNEL + NUMPY
+    corpus = CORPUS + KERNEL + NUMPY + RESULTS
     expected = {name: set(ok_gate if gate else ok_bare) for name, _, ok_gate, ok_bare in corpus}
     for ok in expected.values():
         if "ok" in ok:

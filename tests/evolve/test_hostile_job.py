@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from evolve_fixtures import alive
-from evolve_hostile import CORPUS, KERNEL, NUMPY, program
+from evolve_hostile import CORPUS, KERNEL, NUMPY, RESULTS, program
 from test_sandbox_kernel import owned_by, processes_of, sysv_objects
 
 from simpatterns.evolve.runlog import RunLog
@@ -60,12 +60,11 @@ def test_hostile_discovery_job_leaves_nothing_behind(traces, small_library, tmp_
     outside.mkdir()
     sentinels = [subprocess.Popen(["sleep", "300"], user=65534), subprocess.Popen(["sleep", "300"])]
     pids = [p.pid for p in sentinels]
-    corpus = [(n, b) for n, b, _, _ in CORPUS + KERNEL + NUMPY]
+    corpus = [(n, b) for n, b, _, _ in CORPUS + KERNEL + NUMPY + RESULTS]
     good = program("probe", "    return [(int(np.argmax(trace.speed()[:, -1])), {'object': trace.names[-1]})]", "",
                    "good")
     sources = [good] + [program("probe", body, str(outside / "marker"), name, pids) for name, body in corpus]
     ipc_before = sysv_objects()
-    shm_before = set(os.listdir("/dev/shm"))
     env = dict(os.environ, OPENAI_API_KEY="sk-test-secret-123")
     run = tmp_path / "lib.run"
     peak = 0.0
@@ -103,8 +102,8 @@ def test_hostile_discovery_job_leaves_nothing_behind(traces, small_library, tmp_
         while processes_of(uids) and time.time() < deadline:
             time.sleep(0.1)
         assert processes_of(uids) == []
-        assert owned_by("/tmp", uids) == [] and owned_by("/dev/shm", uids) == []
-        assert set(os.listdir("/dev/shm")) <= shm_before
+        # by owner: other processes of the machine make entries meanwhile (multiprocessing's sem.mp-*)
+        assert owned_by("/tmp", uids) == [] and owned_by("/dev/shm", uids | {65534}) == []
         assert list(outside.iterdir()) == []
         assert 0 < peak <= PARENT_RSS_BOUND_MB, f"parent peak RSS {peak:.0f} MB"
         print(f"parent peak RSS {peak:.0f} MB")

@@ -60,6 +60,10 @@ def test_good_candidate_matches_reference(sandbox, traces):
     assert res.times is not None and (res.times > 0).all()
     for i, evs in enumerate(res.events):
         assert evs == reference(traces[i], i % 3)
+    # the cost the fitness reads: Python steps, the same in every run; the loop body runs per body
+    again = sandbox.evaluate(Candidate.parse(GOOD))
+    assert res.steps is not None and (res.steps == again.steps).all()
+    assert (res.steps >= 3 * np.array([len(t.names) for t in traces[:6]])).all()
 
 
 DECLARING = '''import numpy as np
