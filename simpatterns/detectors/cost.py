@@ -2,53 +2,92 @@
 
 Measured time differs between two runs of the same program (cache, CPU frequency,
 the machine's load), so a fitness that reads it cannot promise that the same seed
-gives the same library. `counted_call` runs a detector and counts the lines of the
-detector's own source that Python executes (a loop body counts once per
-iteration), which is the same number in every run on the same traces. It is the
-cost that matters for detectors: vectorised numpy code runs a few dozen steps per
-trace, a Python loop over frames or pairs thousands. Work inside numpy calls is
-not counted (the sandbox's CPU and memory limits bound it).
+gives the same library. A detector's steps are the loop iterations (``for``,
+``while``, every comprehension) and function calls of its own source: the same
+number in every run on the same traces, and the cost that matters for detectors
+(vectorised numpy code takes a few dozen steps per trace, a Python loop over
+frames or pairs thousands). Work inside numpy calls is not counted (the
+sandbox's CPU and memory limits bound it).
 
-Counting makes pure-Python loops about 4-5 times slower (a Python callback per
-line), so it stops at ``limit`` steps: past it the program runs at full speed
-and its cost reads as ``limit``. The evolver's time penalty is 1 from twice its
-reference on, and keeps the reference at or under half of `STEP_LIMIT`, so the
-cut changes no penalty.
+`instrument` rewrites a detector's syntax tree so that each step calls a counter
+(``itertools.count().__next__``, a C call: counting costs a few percent, not the
+several-fold slowdown of a line tracer); `CountedDetector` compiles and runs it.
+The counter's name starts with an underscore, which the AST gate forbids in
+candidate code, so a candidate cannot call or replace it.
 """
 
 from __future__ import annotations
 
-import sys
-from types import FrameType
+import ast
+import itertools
+import math
 from typing import Any, Callable
 
-STEP_LIMIT = 100_000  # steps per call counted at most (the sandbox's and the evolver's cut)
+import numpy as np
+
+COUNTER = "__simpatterns_step__"
 
 
-def counted_call(fn: Callable[..., Any], *args: Any, limit: int = STEP_LIMIT) -> tuple[Any, int]:
-    """``fn(*args)`` and the number of lines of ``fn``'s source file it executed
-    (including functions and comprehensions defined in that file), at most ``limit``."""
-    code = getattr(fn, "__code__", None)
-    filename = code.co_filename if code is not None else None
-    steps = 0
+class _Instrument(ast.NodeTransformer):
+    def _tick(self) -> ast.Expr:
+        return ast.Expr(ast.Call(ast.Name(COUNTER, ast.Load()), [], []))
 
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal steps
-        if event == "line":
-            steps += 1
-            if steps >= limit:
-                sys.settrace(None)  # enough: no more callbacks for the rest of the call
-                return None
-        return local
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
+        self.generic_visit(node)
+        node.body.insert(0, self._tick())
+        return node
 
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        # frames of other files (numpy's Python wrappers) are not traced line by line
-        return local if frame.f_code.co_filename == filename else None
+    visit_For = visit_AsyncFor = visit_While = _loop
 
-    previous = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        result = fn(*args)
-    finally:
-        sys.settrace(previous)
-    return result, steps
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        # after the docstring, so it stays the docstring
+        at = 1 if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+            and isinstance(node.body[0].value.value, str) else 0
+        node.body.insert(at, self._tick())
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        # an always-true condition that counts each element: ``... for x in xs if tick() >= 0``
+        node.ifs.insert(0, ast.Compare(ast.Call(ast.Name(COUNTER, ast.Load()), [], []), [ast.GtE()],
+                                       [ast.Constant(0)]))
+        return node
+
+
+def instrument(tree: ast.Module) -> ast.Module:
+    """``tree`` (changed in place) with a step counted in every loop iteration,
+    comprehension element and function call."""
+    return ast.fix_missing_locations(_Instrument().visit(tree))
+
+
+class StepCounter:
+    """The counter an instrumented module calls; `take` returns the steps since the last take."""
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self.tick: Callable[[], int] = self._count.__next__
+        self._last = self.tick()
+
+    def take(self) -> int:
+        now = self.tick()
+        steps, self._last = now - self._last - 1, now
+        return steps
+
+
+def counted_detect(source: str | ast.Module, filename: str, namespace: dict[str, Any] | None = None
+                   ) -> tuple[Callable[..., Any], StepCounter]:
+    """Compile ``source`` instrumented and return its ``detect`` and the counter it ticks.
+    ``namespace``: the module's globals (builtins, numpy) -- the sandbox's restricted ones
+    for untrusted code; the default is for trusted code."""
+    tree = ast.parse(source, filename) if isinstance(source, str) else source
+    counter = StepCounter()
+    ns = namespace if namespace is not None else {"np": np, "numpy": np, "math": math, "__name__": "detector"}
+    ns[COUNTER] = counter.tick
+    exec(compile(instrument(tree), filename, "exec"), ns)
+    detect = ns.get("detect")
+    if not callable(detect):
+        raise ValueError("detect is not callable")
+    return detect, counter

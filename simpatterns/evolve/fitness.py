@@ -27,11 +27,12 @@ Paper fitness::
 - time penalty: 0 while the candidate's cost per trace is at most the
   library's mean per-pattern cost ``t_lib``, rising linearly to 1 at
   ``2 * t_lib`` and staying 1 beyond (the paper's shape). The paper measures
-  cost as run time; ours counts the candidate's Python steps per trace
-  (`simpatterns.detectors.cost`), because measured time differs between two
-  runs and the same seed must give the same library. ``t_lib`` is floored at
-  ``step_floor`` (vectorised detectors take a few dozen steps, which tells
-  nothing apart). The time the sandbox measures is reported, never scored.
+  cost as run time; ours counts the candidate's Python steps per trace (loop
+  iterations and function calls, `simpatterns.detectors.cost`), because
+  measured time differs between two runs and the same seed must give the same
+  library. ``t_lib`` is floored at ``step_floor`` (the built-in detectors take
+  about 20 steps per trace, which tells nothing apart; a Python loop over a
+  trace's frames takes hundreds). The time the sandbox measures is reported, never scored.
 - degenerate detectors are rejected, not scored: no event on any trace, an
   event on every frame of every trace, or the same frames on every trace
   (it cannot tell any two traces apart; we add this third case because the
@@ -64,7 +65,6 @@ import numpy as np
 
 from simpatterns.annotate import distances as dist
 from simpatterns.annotation import Annotation, EventList
-from simpatterns.detectors.cost import STEP_LIMIT
 from simpatterns.evolve.evidence import EvidenceContext, TraceSalience
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.reasons import Reason
@@ -118,7 +118,7 @@ class FitnessConfig:
     bins: int = dist.DEFAULT_BINS  # paper: annotation histogram bins
     divergence: str = "cross-entropy"  # paper: the paper's; "jeffreys" makes identical annotations 0 apart
     signature_decimals: int = 1  # rounding of the per-trace score signature (database clusters)
-    step_floor: float = 1000.0  # the library's cost per trace is taken as at least this many Python steps
+    step_floor: float = 200.0  # the library's cost per trace is taken as at least this many Python steps
     checks: bool = True  # evidence: acceptance also checks the events' timing and bodies (`acceptance_problems`)
     mistimed_margin: float = 6.0  # evidence: reject when a common time shift adds more sd than this
     wrong_bodies_margin: float = 3.0  # evidence: reject when the other moving bodies show this many sd more
@@ -214,8 +214,7 @@ class FitnessContext:
         self.horizon = int(self.frames.max())
         steps = [float((library_steps or {}).get(p, 0.0)) for p in self.patterns]
         self.library_mean_steps = float(np.mean(steps)) if steps else 0.0
-        # the time penalty's t_lib; at most half the counting cut, so the cut changes no penalty
-        self.step_reference = min(max(self.library_mean_steps, float(self.config.step_floor)), STEP_LIMIT / 2)
+        self.step_reference = max(self.library_mean_steps, float(self.config.step_floor))  # the time penalty's t_lib
         self.library_correlation = 0.0
         if self.config.kind == "evidence":
             self.salience = salience if salience is not None else TraceSalience(self.traces)

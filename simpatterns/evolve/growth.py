@@ -19,7 +19,7 @@ import numpy as np
 from simpatterns.annotate.annotator import annotate_many
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Declarations, Detector
-from simpatterns.detectors.cost import counted_call
+from simpatterns.detectors.cost import counted_detect
 from simpatterns.detectors.library import EVOLVE_RECORD, PatternLibrary
 from simpatterns.evolve.database import Program
 from simpatterns.evolve.prompt import LabelSpec
@@ -106,6 +106,10 @@ def _mean_steps(lib: PatternLibrary, label: str, traces: Sequence[Trace], events
     if not det.trusted or det.detect is None:
         record = lib.entry(label).extra.get(EVOLVE_RECORD) or {}
         return float(record.get("mean_steps", 0.0))
-    counts = [counted_call(det.detect, t, {d: list(events[d][i]) for d in det.depends})[1]
-              for i, t in enumerate(traces)]
+    detect, counter = counted_detect(det.source, det.filename)
+    counts = []
+    for i, t in enumerate(traces):
+        counter.take()
+        detect(t, {d: list(events[d][i]) for d in det.depends})
+        counts.append(counter.take())
     return float(np.mean(counts)) if counts else 0.0

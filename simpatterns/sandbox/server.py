@@ -32,6 +32,7 @@ by the parent.
 
 from __future__ import annotations
 
+import ast
 import errno
 import gc
 import json
@@ -67,7 +68,7 @@ for _lazy in ("numpy.exceptions", "numpy.dtypes", "numpy.strings"):  # numpy 2
         pass
 
 from simpatterns.annotation import EventList
-from simpatterns.detectors.cost import counted_call
+from simpatterns.detectors.cost import COUNTER, StepCounter, instrument
 from simpatterns.sandbox import kernel
 from simpatterns.sandbox.events import check_events, encode_events
 
@@ -538,8 +539,11 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     encoded: dict[int, str] = {}
     times: dict[str, float] = {}
     steps: dict[str, int] = {}
+    counter = StepCounter()  # the steps the time penalty reads (`simpatterns.detectors.cost`)
+    ns[COUNTER] = counter.tick
     try:
-        exec(compile(req["source"], "<candidate>", "exec"), ns)
+        exec(compile(instrument(ast.parse(req["source"], "<candidate>")), "<candidate>", "exec"), ns)
+        counter.take()  # module-level work is not a trace's
         detect = ns.get("detect")
         if not callable(detect):
             return {"reason": "contract", "detail": "detect is not callable"}, b""
@@ -550,8 +554,9 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
             trace = server.traces[idx]
             dep_events = {d: [(f, dict(p)) for f, p in server.deps[d][idx]] for d in depends}
             t0 = time.perf_counter()
-            raw, steps[str(idx)] = counted_call(detect, trace, dep_events)
+            raw = detect(trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
+            steps[str(idx)] = counter.take()
             checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx,
                                    body_set, interval)
             if isinstance(checked, dict):
