@@ -145,11 +145,13 @@ class _Run:
     """Bookkeeping shared by both searches: budget, best, curve, redraws."""
 
     def __init__(self, objective: Objective, pool: RolloutPool, space: _Space, budget: int,
-                 stop_on_success: bool, progress: ProgressFn | None):
+                 stop_on_success: bool, progress: ProgressFn | None, stop_on_goal: bool = False):
         if budget < 1:
             raise ValueError(f"budget must be >= 1, got {budget}")
         self.objective, self.pool, self.space = objective, pool, space
         self.budget, self.stop_on_success, self.progress = budget, stop_on_success, progress
+        self.stop_on_goal = stop_on_goal
+        self.goal_reached = False
         self.evaluations: list[Evaluation] = []
         self.curve: list[float] = []
         self.best: Evaluation | None = None
@@ -161,7 +163,9 @@ class _Run:
 
     @property
     def done(self) -> bool:
-        return self.left <= 0 or (self.stop_on_success and self.best is not None and self.best.success)
+        if self.left <= 0 or (self.stop_on_goal and self.goal_reached):
+            return True
+        return self.stop_on_success and self.best is not None and self.best.success
 
     def valid(self, draw: Callable[[], np.ndarray]) -> np.ndarray:
         for _ in range(MAX_REDRAWS):
@@ -176,6 +180,7 @@ class _Run:
         evals = self.pool.evaluate([self.space.action(x) for x in xs])
         for e in evals:
             self.evaluations.append(e)
+            self.goal_reached = self.goal_reached or e.goal_success
             if self.best is None or e.score > self.best.score:
                 self.best = e
             self.curve.append(self.best.score)
@@ -205,6 +210,7 @@ def anneal(
     workers: int = 1,
     pool: RolloutPool | None = None,
     stop_on_success: bool = True,
+    stop_on_goal: bool = False,
     keep_trace: bool = True,
     progress: ProgressFn | None = None,
 ) -> SearchResult:
@@ -213,7 +219,9 @@ def anneal(
     ``bins`` searches the quantised Discrete(bins**3) space; ``workers > 1``
     evaluates each round's batch in a process pool (or pass an open `pool`).
     Stops early once the reward succeeds (score 1) unless ``stop_on_success``
-    is False. ``keep_trace`` re-simulates the best action for ``best_trace``.
+    is False; ``stop_on_goal`` also stops at the first sample that meets the
+    objective's goal test (an agent stops once the task is solved, whatever
+    its reward says). ``keep_trace`` re-simulates the best action for ``best_trace``.
     """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -223,7 +231,7 @@ def anneal(
     try:
         if own:
             pool.__enter__()
-        run = _Run(objective, pool, space, budget, stop_on_success, progress)
+        run = _Run(objective, pool, space, budget, stop_on_success, progress, stop_on_goal)
         x_cur = run.valid(lambda: space.random(rng))
         s_cur = run.evaluate([x_cur])[0].score
         while not run.done:
@@ -253,11 +261,12 @@ def random_search(
     workers: int = 1,
     pool: RolloutPool | None = None,
     stop_on_success: bool = True,
+    stop_on_goal: bool = False,
     keep_trace: bool = True,
     progress: ProgressFn | None = None,
 ) -> SearchResult:
     """Uniformly random valid actions (or grid cells); keeps the best. Same
-    budget accounting and result as `anneal`."""
+    budget accounting, stopping rules and result as `anneal`."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     space = _Space(bins, getattr(objective, "action_dim", 3))
@@ -266,7 +275,7 @@ def random_search(
     try:
         if own:
             pool.__enter__()
-        run = _Run(objective, pool, space, budget, stop_on_success, progress)
+        run = _Run(objective, pool, space, budget, stop_on_success, progress, stop_on_goal)
         while not run.done:
             n = min(max(1, batch_size), run.left)
             run.evaluate([run.valid(lambda: space.random(rng)) for _ in range(n)])
