@@ -8,8 +8,11 @@ command code lives beside the code it drives.
 from __future__ import annotations
 
 import importlib
+import os
 
 import typer
+
+from simpatterns.cli_support import ConventionGroup, set_debug, version_callback
 
 COMMAND_MODULES = (
     "simpatterns.simulators.commands",
@@ -30,8 +33,20 @@ app = typer.Typer(
     help="Annotated physics traces, discovered event detectors and reward programs.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    cls=ConventionGroup,  # one error line on stderr, exit codes, Ctrl-C (simpatterns.cli_support)
+    pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
+                                 help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug/--no-debug",
+                               help="Show the traceback of an error (also SIMPATTERNS_DEBUG=1)."),
+) -> None:
+    """Annotated physics traces, discovered event detectors and reward programs."""
+    set_debug(debug or bool(os.environ.get("SIMPATTERNS_DEBUG")))
 
 for _name in COMMAND_MODULES:
     try:

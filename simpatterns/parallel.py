@@ -266,9 +266,10 @@ class ProgressBar:
     """A progress bar on stderr with done/total, elapsed and remaining time.
 
     Use as a context manager; `advance` after each finished item and `log` for
-    a line above the bar. ``enabled=False`` makes every call a no-op."""
+    a line above the bar. ``enabled=False`` makes every call a no-op. ``console``:
+    a Rich console (default: a new one on stderr)."""
 
-    def __init__(self, description: str, total: int | None, enabled: bool = True):
+    def __init__(self, description: str, total: int | None, enabled: bool = True, console: Any = None):
         self.enabled = enabled
         self._progress: Any = None
         self._task: Any = None
@@ -280,7 +281,7 @@ class ProgressBar:
 
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                  console=Console(stderr=True), transient=False)
+                                  console=console or Console(stderr=True), transient=False)
         self._task = self._progress.add_task(description, total=total)
 
     def __enter__(self) -> "ProgressBar":
