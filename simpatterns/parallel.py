@@ -198,9 +198,8 @@ class ProcessExecutor(Executor):
                     yield from fut.result()
         except BaseException:
             # Ctrl-C, a failed item, or the caller stopped iterating: stop now, not after
-            # the work in flight
-            for fut in pending:
-                fut.cancel()
+            # the work in flight. (No Future.cancel here: the pool's manager thread would fail
+            # on a future cancelled behind its back and print a traceback; `stop` cancels.)
             self.stop()
             raise
 
@@ -209,6 +208,7 @@ class ProcessExecutor(Executor):
         if pool is None:
             return
         processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop workers
+        pool.shutdown(wait=False, cancel_futures=True)  # queued work is dropped by the pool itself
         # SIGTERM first: the item in progress unwinds (temporary files removed); then SIGKILL
         # whatever has not exited after a short grace (a long C call cannot be interrupted)
         for p in processes:
@@ -228,7 +228,6 @@ class ProcessExecutor(Executor):
                     p.kill()
             except (OSError, AttributeError, AssertionError):
                 pass
-        pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:
             try:
                 p.join(timeout=2)
