@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
+from simpatterns.cli_support import fail
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
@@ -23,9 +24,8 @@ agent_app = typer.Typer(help="Agents on PHYRE tasks: PHYRE's folds and AUCCESS, 
                         no_args_is_help=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 def _split(text: str) -> list[str]:

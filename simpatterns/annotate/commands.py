@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+
+from simpatterns.cli_support import fail, interrupted, out as console, print_table, warn
 from rich.table import Table
 
-console = Console()
 
 
 def annotate_cmd(
@@ -38,25 +37,22 @@ def annotate_cmd(
     try:
         files = trace_files(source)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
     if not files:
-        console.print(f"[red]error:[/red] {escape(str(source))}: no .npz traces found")
-        raise typer.Exit(2)
+        fail(f"{source}: no .npz traces found")
     lib = _open_library(library, trust_evolved)
     untrusted = lib.untrusted_labels()
     if untrusted:
         console.print(f"{len(untrusted)} untrusted (LLM-written) pattern(s) run in the sandbox: "
-                      f"{escape(', '.join(untrusted))}")
+                      f"{str(', '.join(untrusted))}")
     elif trust_evolved and any(e.provenance == "evolved" for e in lib.entries()):
-        console.print("[yellow]warning:[/yellow] --trust-evolved: LLM-written detectors run in this process")
+        warn("--trust-evolved: LLM-written detectors run in this process")
     root = source if source.is_dir() else source.parent
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
         done = annotate_iter(files, lib, workers=workers, on_error="record",
                              sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
     except LibraryError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
     rows: dict[int, tuple[str, ...]] = {}
     n_bad = n_failed = 0
     with ProgressBar("annotating", len(files), enabled=len(files) > 1) as bar:
@@ -65,7 +61,7 @@ def annotate_cmd(
             if bar.enabled:
                 bar.log(f"{what} {message}")
             else:
-                console.print(f"[yellow]{what}[/yellow] {escape(message)}")
+                console.print(f"{what} {message}")
 
         for i, ann in done:  # written as each trace is done, so an interrupted run keeps them
             bar.advance()
@@ -82,7 +78,7 @@ def annotate_cmd(
             except OSError as exc:
                 _write_failed(dest_dir, exc)
             fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
-            rows[i] = (escape(str(file)), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
+            rows[i] = (str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
                        f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
             n_failed += bool(ann.errors)
             for msg in ann.errors.values():
@@ -97,7 +93,7 @@ def annotate_cmd(
         table.add_column(col)
     for i in sorted(rows):
         table.add_row(*rows[i])
-    console.print(table)
+    print_table(table)
     where = out if out else "beside the traces"
     console.print(f"annotations -> {where}")
     if n_bad or n_failed:
@@ -109,8 +105,7 @@ def _write_failed(dest_dir: Path, exc: OSError) -> None:
     from simpatterns.files import WriteError
 
     message = str(exc) if isinstance(exc, WriteError) else f"{dest_dir}: cannot write ({exc.strerror or exc})"
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(2)
+    fail(f"{message}")
 
 
 def _open_library(spec: str, trust_evolved: bool):
@@ -123,8 +118,7 @@ def _open_library(spec: str, trust_evolved: bool):
     try:
         return PatternLibrary.load(spec, trust_evolved=trust_evolved)
     except LibraryError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
 def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, gif: bool,

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from simpatterns.llm.commands import (
@@ -28,16 +26,15 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
     client_from_options,
-    fail,
 )
 
-console = Console()
 
 reward_app = typer.Typer(
     name="reward",
     help="Reward programs (the DSL of paper §3.3): check them, evaluate them on traces.",
     no_args_is_help=True,
 )
+from simpatterns.cli_support import fail, out as console, print_table
 
 LIBRARY_HELP = "'builtin', 'builtin:3d', a library directory, or 'none' to skip pattern checks"
 
@@ -54,8 +51,7 @@ def _read(path: Path) -> str:
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(path))}: cannot read ({escape(str(exc))})")
-        raise typer.Exit(2)
+        fail(f"{path}: cannot read ({exc})")
 
 
 def _print_errors(errors) -> None:
@@ -99,7 +95,7 @@ def check_cmd(
         typer.echo(format_program(parsed), nl=False)
     elif not as_json:
         n = len(parsed.clauses)
-        console.print(f"[green]ok[/green] {escape(str(program))}: {n} clause{'s' if n != 1 else ''}")
+        console.print(f"ok {program}: {n} clause{'s' if n != 1 else ''}")
 
 
 def _load_trace(path: Path):
@@ -108,8 +104,7 @@ def _load_trace(path: Path):
     try:
         return Trace.load(path)
     except TraceFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
 def _load_annotation(path: Path):
@@ -118,8 +113,7 @@ def _load_annotation(path: Path):
     try:
         return Annotation.load(path)
     except AnnotationFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
 @reward_app.command("eval")
@@ -143,7 +137,7 @@ def eval_cmd(
     except DSLErrors as exc:
         _print_errors(exc)
         raise typer.Exit(1)
-    table = Table(title=f"{escape(str(program))} on {len(traces)} trace(s)")
+    table = Table(title=f"{program} on {len(traces)} trace(s)")
     table.add_column("trace")
     table.add_column("success")
     table.add_column("score")
@@ -157,8 +151,7 @@ def eval_cmd(
         else:
             trace = _load_trace(path)
             if lib is None and reward.patterns:
-                console.print("[red]error:[/red] annotating a trace needs a library (--library builtin|PATH)")
-                raise typer.Exit(2)
+                fail("annotating a trace needs a library (--library builtin|PATH)")
             body_errors = reward.check_bodies(trace.names)
             if body_errors:
                 _print_errors(DSLErrors(body_errors))
@@ -176,12 +169,12 @@ def eval_cmd(
         if explain:
             typer.echo(f"== {path}")
             typer.echo(res.explain_text())
-        table.add_row(escape(str(path)), "yes" if res.success else "no", f"{res.score:.3f}",
+        table.add_row(str(path), "yes" if res.success else "no", f"{res.score:.3f}",
                       *[f"{c.score:.2f}" for c in res.clauses])
     if not as_json:
-        console.print(table)
+        print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
-            console.print(f"  c{k}: {escape(t)}")
+            console.print(f"  c{k}: {t}")
     if failed:
         raise typer.Exit(1)
 

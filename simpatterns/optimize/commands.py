@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-
-console = Console()
+from simpatterns.cli_support import fail, out as console, print_table
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 def _scene(template: Optional[str], variant: Optional[int], scene: Optional[str]):
@@ -100,7 +97,7 @@ def optimize(
         typer.echo(str(exc))  # plain: DSL errors carry caret snippets
         raise typer.Exit(1)
     where = f"scene {sc.template}" + (f" variant {sc.variant}" if sc.variant is not None else "")
-    console.print(f"{method} on {where}: {escape(str(goal) if goal else 'PHYRE task success')} "
+    console.print(f"{method} on {where}: {str(str(goal) if goal else 'PHYRE task success')} "
                   f"({'sparse 0/1' if reward != 'score' else 'dense score'}), budget {budget}, seed {seed}")
     progress = Progress(TextColumn(method), BarColumn(), MofNCompleteColumn(), TextColumn("best {task.fields[best]}"),
                         TimeElapsedColumn(), console=console)
@@ -124,12 +121,12 @@ def optimize(
         table.add_column(col)
     table.add_row(*(f"{v:.4f}" for v in res.best_action), f"{res.best_score:.3f}", "yes" if res.best_success else "no",
                   str(res.samples), str(res.first_success or "-"), str(res.invalid_proposals), f"{res.seconds:.1f}")
-    console.print(table)
+    print_table(table)
     trace = res.best_trace
     assert trace is not None
     if objective.reward_program is not None:
         ev = objective.reward_program.evaluate(None, trace, explain=True)
-        console.print(escape(ev.explain_text()))
+        console.print(str(ev.explain_text()))
     if gif is not None:
         from simpatterns.annotate.annotator import annotate
         from simpatterns.annotate.plots import captioned_gif
@@ -139,7 +136,7 @@ def optimize(
             captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
         except OSError as exc:
             _fail(str(exc))
-        console.print(f"best rollout -> {escape(str(gif))}")
+        console.print(f"best rollout -> {gif}")
     if out_json is not None:
         data = {"scene": sc.template, "variant": sc.variant, "goal": str(goal) if goal else None, "reward": reward,
                 "seed": seed, **res.to_json()}
@@ -147,7 +144,7 @@ def optimize(
             atomic_write_json(out_json, data)
         except OSError as exc:  # a WriteError names the user's path
             _fail(str(exc))
-        console.print(f"result -> {escape(str(out_json))}")
+        console.print(f"result -> {out_json}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,15 +6,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from simpatterns.cli_support import fail, out as console, print_table
 
-console = Console(soft_wrap=True)  # no hard wraps: output is often piped or grepped
 
 
 def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
+    fail(f"{message}")
 
 
 def _parse_action(text: str) -> list[float]:
@@ -37,7 +35,7 @@ def scenes() -> None:
         table.add_column(col)
     for t in TEMPLATES.values():
         table.add_row(t.id, t.title, t.goal, str(t.num_variants))
-    console.print(table)
+    print_table(table)
 
 
 def simulate_cmd(
@@ -62,7 +60,7 @@ def simulate_cmd(
     act = _parse_action(action) if action else t.solution(variant)
     rollout = simulate(scene, act, stop_on_success=not full, stride=stride)
     if rollout.trace is None:
-        console.print(f"[yellow]invalid action[/yellow] {act}: {rollout.invalid_reason} (nothing simulated)")
+        console.print(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)")
         raise typer.Exit(1)
     tr = rollout.trace
     console.print(f"template {t.id} variant {variant}: {t.title}")
@@ -70,7 +68,7 @@ def simulate_cmd(
     console.print(
         f"{tr.num_frames} frames ({tr.meta['steps']} steps, {tr.time[-1]:.2f} s), {tr.num_contacts} contact rows, "
         f"{len(tr.raw_events('CollisionStart'))} collisions; "
-        + ("[green]SOLVED[/green]" if tr.success else "[red]not solved[/red]")
+        + ("SOLVED" if tr.success else "not solved")
         + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else "")
     )
     try:
@@ -114,7 +112,7 @@ def dataset(
     console.print(f"{len(ok)} traces in {out} ({solved} solved); index -> {out / 'index.jsonl'}")
     for r in rows:
         if not r.get("file"):
-            console.print(f"[yellow]skipped[/yellow] T{r['template']} V{r['variant']} {r['kind']}{r['k']}: {r['error']}")
+            console.print(f"skipped T{r['template']} V{r['variant']} {r['kind']}{r['k']}: {r['error']}")
 
 
 def register(app: typer.Typer) -> None:
