@@ -154,10 +154,11 @@ def command_line(drop: Sequence[str] = ()) -> str:
 
 
 def interrupted(done: str, *, resume: bool = True) -> NoReturn:
-    """After Ctrl-C: say what was done (kept) and how to resume; exit 130."""
+    """After Ctrl-C: say what was done (kept) and how to resume (the same command,
+    without ``--force``: what is done is not redone); exit 130."""
     line = f"interrupted: {one_line(done)}"
     if resume:
-        line += f"; resume with: {command_line()}"
+        line += f"; resume with: {command_line(drop=('--force',))}"
     err.print(line, style="yellow")
     raise typer.Exit(EXIT_INTERRUPTED)
 

@@ -117,9 +117,14 @@ class WorkerStopped(Exception):
 _STOPPING = False
 
 
+_IN_ITEM = False
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _STOPPING
     _STOPPING = True
+    if not _IN_ITEM:  # waiting for work (or starting): nothing to unwind, exit without a traceback
+        os._exit(1)
     raise WorkerStopped("stopped by the parent")
 
 
@@ -133,7 +138,9 @@ def _worker_init(setup: WorkerSetup | None) -> None:
 
 
 def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    global _IN_ITEM
     out = []
+    _IN_ITEM = True
     try:
         for i, item in chunk:
             if _STOPPING:
@@ -141,6 +148,8 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tup
             out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
     except WorkerStopped:
         os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
+    finally:
+        _IN_ITEM = False
     return out
 
 
@@ -280,25 +289,34 @@ class ProgressBar:
 
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                  console=console or Console(stderr=True), transient=False)
+                                  console=console or Console(stderr=True), transient=False,
+                                  auto_refresh=False)  # no refresh thread: a pool forks safely
+        self._last_refresh = 0.0
         self._task = self._progress.add_task(description, total=total)
 
     def __enter__(self) -> "ProgressBar":
         if self._progress is not None:
             self._progress.start()
+            self._progress.refresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
+            self._progress.refresh()
             self._progress.stop()
 
     def advance(self, n: int = 1) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, n)
+            now = time.monotonic()
+            if now - self._last_refresh > 0.1:  # redrawn as items finish, at most 10 times a second
+                self._last_refresh = now
+                self._progress.refresh()
 
     def log(self, message: str) -> None:
         if self._progress is not None:
             self._progress.console.print(message, markup=False, highlight=False)
+            self._progress.refresh()
 
 
 def parallel_map(

@@ -8,8 +8,7 @@ from typing import Optional
 
 import typer
 
-from simpatterns.cli_support import fail, interrupted, out as console, print_table, warn
-from rich.table import Table
+from simpatterns.cli_support import err, fail, interrupted, new_table, note, out as console, print_table, progress, warn
 
 
 
@@ -20,8 +19,11 @@ def annotate_cmd(
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
     gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
-    budget: int = typer.Option(6000, "--budget", help="character budget of the text"),
-    workers: int = typer.Option(1, "--workers", "-j", help="parallel processes"),
+    budget: int = typer.Option(6000, "--budget", min=1, help="character budget of the text"),
+    workers: int = typer.Option(1, "--workers", "-j", min=1, help="parallel processes"),
+    force: bool = typer.Option(False, "--force/--no-force", help="redo annotations that are up to date"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON instead of a table"),
     trust_evolved: bool = typer.Option(
         False, "--trust-evolved",
         help="run LLM-written (evolved) detectors in this process instead of the sandbox: faster, but the "
@@ -32,7 +34,6 @@ def annotate_cmd(
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
-    from simpatterns.parallel import ProgressBar
 
     try:
         files = trace_files(source)
@@ -43,61 +44,96 @@ def annotate_cmd(
     lib = _open_library(library, trust_evolved)
     untrusted = lib.untrusted_labels()
     if untrusted:
-        console.print(f"{len(untrusted)} untrusted (LLM-written) pattern(s) run in the sandbox: "
-                      f"{str(', '.join(untrusted))}")
+        note(f"{len(untrusted)} untrusted (LLM-written) pattern(s) run in the sandbox: {', '.join(untrusted)}")
     elif trust_evolved and any(e.provenance == "evolved" for e in lib.entries()):
         warn("--trust-evolved: LLM-written detectors run in this process")
     root = source if source.is_dir() else source.parent
+
+    def destination(file: Path) -> tuple[Path, str]:
+        stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
+        return ((out / file.parent.relative_to(root)) if out else file.parent), stem
+
+    todo = list(range(len(files))) if force else [
+        i for i, f in enumerate(files) if not up_to_date(f, destination(f)[0] / f"{destination(f)[1]}.annotation.jsonl",
+                                                         lib.order())]
+    skipped = len(files) - len(todo)
+    if skipped:
+        note(f"{skipped} of {len(files)} annotation(s) up to date, skipped (--force redoes them)")
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
-        done = annotate_iter(files, lib, workers=workers, on_error="record",
+        done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record",
                              sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
     except LibraryError as exc:
         fail(f"{exc}")
     rows: dict[int, tuple[str, ...]] = {}
     n_bad = n_failed = 0
-    with ProgressBar("annotating", len(files), enabled=len(files) > 1) as bar:
+    stopped = False
+    with progress("annotating", len(todo), quiet=quiet or len(todo) <= 1) as bar:
 
         def say(what: str, message: str) -> None:  # above the bar while it runs
             if bar.enabled:
                 bar.log(f"{what} {message}")
             else:
-                console.print(f"{what} {message}")
+                err.print(f"{what} {message}")
 
-        for i, ann in done:  # written as each trace is done, so an interrupted run keeps them
-            bar.advance()
-            file = files[i]
-            dest_dir = (out / file.parent.relative_to(root)) if out else file.parent
-            stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
-            if TRACE_ERROR_KEY in ann.errors:
-                n_bad += 1
-                say("unreadable", ann.errors[TRACE_ERROR_KEY])
-                continue
-            try:
-                dest_dir.mkdir(parents=True, exist_ok=True)
-                ann.save(dest_dir / f"{stem}.annotation.jsonl")
-            except OSError as exc:
-                _write_failed(dest_dir, exc)
-            fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
-            rows[i] = (str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
-                       f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
-            n_failed += bool(ann.errors)
-            for msg in ann.errors.values():
-                say("detector error", msg)
-            if text or plot or gif:
+        try:
+            for j, ann in done:  # written as each trace is done, so an interrupted run keeps them
+                i = todo[j]
+                file = files[i]
+                dest_dir, stem = destination(file)
+                if TRACE_ERROR_KEY in ann.errors:
+                    n_bad += 1
+                    say("unreadable", ann.errors[TRACE_ERROR_KEY])
+                    bar.advance()
+                    continue
                 try:
-                    _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+                    ann.save(dest_dir / f"{stem}.annotation.jsonl")
+                    if text or plot or gif:
+                        _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
                 except OSError as exc:
                     _write_failed(dest_dir, exc)
-    table = Table(title=f"{len(files)} trace(s), {len(lib)} patterns")
-    for col in ("trace", "frames", "events", "patterns fired", "ms", "errors"):
-        table.add_column(col)
-    for i in sorted(rows):
-        table.add_row(*rows[i])
-    print_table(table)
-    where = out if out else "beside the traces"
-    console.print(f"annotations -> {where}")
+                bar.advance()
+                fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
+                rows[i] = (str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
+                           f"{1000 * sum(ann.timings.values()):.0f}", str(len(ann.errors)) if ann.errors else "-")
+                n_failed += bool(ann.errors)
+                for msg in ann.errors.values():
+                    say("detector error", msg)
+        except KeyboardInterrupt:
+            stopped = True
+            done.close()  # stops the workers now if Ctrl-C came between two results
+    if stopped:  # after the bar is gone
+        where = out if out else "beside the traces"
+        interrupted(f"{len(rows) + skipped} of {len(files)} annotation(s) written ({where}), "
+                    f"{len(files) - len(rows) - skipped - n_bad} left")
+    if as_json:
+        import json
+
+        console.print(json.dumps([dict(zip(COLUMNS, rows[i])) for i in sorted(rows)]))
+    else:
+        table = new_table(f"{len(files)} trace(s), {len(lib)} patterns", COLUMNS,
+                          right=("frames", "events", "patterns fired", "ms", "errors"))
+        for i in sorted(rows):
+            table.add_row(*rows[i])
+        print_table(table)
+    note(f"annotations -> {out if out else 'beside the traces'}")
     if n_bad or n_failed:
         raise typer.Exit(1)
+
+
+COLUMNS = ("trace", "frames", "events", "patterns fired", "ms", "errors")
+
+
+def up_to_date(trace: Path, annotation: Path, patterns: list[str]) -> bool:
+    """``annotation`` exists, is newer than ``trace``, loads, and has the library's
+    patterns (a detector changed under the same label needs ``--force``)."""
+    from simpatterns.annotation import Annotation, AnnotationFormatError
+
+    try:
+        if annotation.stat().st_mtime_ns < trace.stat().st_mtime_ns:
+            return False
+        return Annotation.load(annotation).patterns == list(patterns)
+    except (OSError, AnnotationFormatError):
+        return False
 
 
 def _write_failed(dest_dir: Path, exc: OSError) -> None:
