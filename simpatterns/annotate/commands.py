@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +35,7 @@ def annotate_cmd(
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
+    from simpatterns.parallel import parallel_map
 
     try:
         files = trace_files(source)
@@ -53,7 +55,7 @@ def annotate_cmd(
         stem = file.name[: -len(".npz")] if file.name.endswith(".npz") else file.stem
         return ((out / file.parent.relative_to(root)) if out else file.parent), stem
 
-    todo = list(range(len(files))) if force else [
+    todo = list(range(len(files))) if force or len(files) == 1 else [
         i for i, f in enumerate(files) if not up_to_date(f, destination(f)[0] / f"{destination(f)[1]}.annotation.jsonl",
                                                          lib.order())]
     skipped = len(files) - len(todo)
@@ -67,6 +69,13 @@ def annotate_cmd(
     rows: dict[int, tuple[str, ...]] = {}
     n_bad = n_failed = 0
     stopped = False
+    renders: list[RenderJob] = []
+    if text or plot or gif:  # an up-to-date annotation still gets the extras it lacks
+        for i in sorted(set(range(len(files))) - set(todo)):
+            dest_dir, stem = destination(files[i])
+            wanted = [(text, ".txt"), (plot, ".timeline.png"), (gif, ".annotated.gif")]
+            if any(on and not (dest_dir / f"{stem}{suffix}").exists() for on, suffix in wanted):
+                renders.append(RenderJob(files[i], dest_dir, stem, text, plot, gif, budget))
     with progress("annotating", len(todo), quiet=quiet or len(todo) <= 1) as bar:
 
         def say(what: str, message: str) -> None:  # above the bar while it runs
@@ -87,10 +96,12 @@ def annotate_cmd(
                     continue
                 try:
                     ann.save(dest_dir / f"{stem}.annotation.jsonl")
-                    if text or plot or gif:
-                        _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=len(files) == 1)
+                    if (text or plot or gif) and len(files) == 1:
+                        _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=True)
                 except OSError as exc:
                     _write_failed(dest_dir, exc)
+                if (text or plot or gif) and (len(files) > 1):
+                    renders.append(RenderJob(file, dest_dir, stem, text, plot, gif, budget))
                 bar.advance()
                 fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
                 rows[i] = (str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
@@ -101,6 +112,15 @@ def annotate_cmd(
         except KeyboardInterrupt:
             stopped = True
             done.close()  # stops the workers now if Ctrl-C came between two results
+    if renders and not stopped:  # plots and GIFs take seconds each: in parallel, with their own bar
+        try:
+            for _ in parallel_map(render, renders, workers=workers, chunksize=1,
+                                  progress=None if quiet else "rendering"):
+                pass
+        except KeyboardInterrupt:
+            stopped = True
+        except OSError as exc:
+            fail(str(exc))
     if stopped:  # after the bar is gone
         where = out if out else "beside the traces"
         interrupted(f"{len(rows) + skipped} of {len(files)} annotation(s) written ({where}), "
@@ -155,6 +175,27 @@ def _open_library(spec: str, trust_evolved: bool):
         return PatternLibrary.load(spec, trust_evolved=trust_evolved)
     except LibraryError as exc:
         fail(f"{exc}")
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """The extra outputs (text, timeline plot, captioned GIF) of one annotated trace."""
+
+    trace: Path
+    dest_dir: Path
+    stem: str
+    text: bool
+    plot: bool
+    gif: bool
+    budget: int
+
+
+def render(job: RenderJob) -> None:
+    """Write ``job``'s extras from the trace and its saved annotation (in a worker)."""
+    from simpatterns.annotation import Annotation
+
+    ann = Annotation.load(job.dest_dir / f"{job.stem}.annotation.jsonl")
+    _extras(job.trace, ann, job.dest_dir, job.stem, job.text, job.plot, job.gif, job.budget, single=False)
 
 
 def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, gif: bool,
