@@ -68,17 +68,21 @@ EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention
 out = Console(soft_wrap=True, markup=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
-PROG = "simpatterns"
-_state: dict[str, Any] = {"debug": bool(os.environ.get("SIMPATTERNS_DEBUG")), "args": None}
-
-
-class CommandError(Exception):
-    """A user-facing failure: printed as one ``error:`` line, exit `code`."""
+class CommandError(click_exceptions.ClickException):
+    """A user-facing failure: printed as one ``error:`` line on stderr, exit `code`
+    (a click exception, so any Typer app, not only ours, prints it that way)."""
 
     def __init__(self, message: str, code: int = EXIT_USAGE):
         super().__init__(one_line(message))
         self.message = one_line(message)
         self.exit_code = code
+
+    def show(self, file: Any = None) -> None:
+        err.print(f"error: {self.message}", style="red")
+
+
+PROG = "simpatterns"
+_state: dict[str, Any] = {"debug": bool(os.environ.get("SIMPATTERNS_DEBUG")), "args": None}
 
 
 def one_line(message: str) -> str:
