@@ -84,6 +84,23 @@ def _sweep_once(folder: Path) -> None:
         sweep_stale(folder)
 
 
+def check_target(path: str | os.PathLike) -> Path:
+    """Raise `WriteError` now if ``path`` cannot be written as a file (it is a folder,
+    or a file stands where a folder must go), creating nothing: a command checks its
+    outputs before it works, not after."""
+    target = Path(path)
+    if target.is_dir():
+        raise WriteError(f"{target}: is a directory; give a file name")
+    for folder in target.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise WriteError(f"{target}: cannot create its folder {target.parent} ({folder} is a file)")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise WriteError(f"{target}: cannot write in {folder} (permission denied)")
+            break
+    return target
+
+
 def _check_target(path: Path) -> None:
     if path.is_dir():
         raise WriteError(f"{path}: is a directory; give a file name")

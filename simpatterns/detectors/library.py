@@ -198,6 +198,9 @@ class PatternLibrary:
         path = Path(path)
         if not path.exists():
             raise LibraryError(f"{path}: no such library directory or manifest")
+        if not path.is_dir() and path.name != MANIFEST:
+            raise LibraryError(f"{path}: not a pattern library (a folder with {MANIFEST}, as "
+                               f"`simpatterns discover --library DIR` writes)")
         manifest_path = path / MANIFEST if path.is_dir() else path
         directory = manifest_path.parent
         try:

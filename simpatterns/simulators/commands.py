@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from simpatterns.files import WriteError, check_target
 from simpatterns.cli_support import EXIT_PARTIAL, fail, interrupted, new_table, out as console, print_table, warn
 
 
@@ -52,6 +53,12 @@ def simulate_cmd(
     except (KeyError, IndexError, LookupError) as exc:
         fail(str(exc.args[0] if exc.args else exc))
     act = _parse_action(action) if action else t.solution(variant)
+    try:  # before simulating: a bad path fails now, not after the work
+        for target in (out, gif, png):
+            if target is not None:
+                check_target(target)
+    except WriteError as exc:
+        fail(str(exc))
     rollout = simulate(scene, act, stop_on_success=not full, stride=stride)
     if rollout.trace is None:
         fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)", EXIT_PARTIAL)
@@ -100,9 +107,13 @@ def dataset(
         jobs = plan_jobs(ids, variants, actions, seed=seed, stride=stride)
     except (ValueError, KeyError, LookupError) as exc:
         fail(str(exc.args[0] if exc.args else exc))
+    if out.exists() and not out.is_dir():
+        fail(f"{out}: is a file; --out names the dataset folder")
     finished: list[dict] = []
     try:
         rows = build_dataset(jobs, out, workers=workers, progress=not quiet, on_done=finished.append)
+    except WriteError as exc:
+        fail(str(exc))
     except KeyboardInterrupt:
         kept = sum(1 for r in finished if r.get("file"))
         interrupted(f"{kept} of {len(jobs)} traces kept in {out} (listed in {out / INDEX_NAME})")
