@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 
 import typer
 
-from simpatterns.cli_support import ConventionGroup, set_debug, version_callback
+from simpatterns.cli_support import ConventionGroup, fail, note, set_debug, version_callback
 
 COMMAND_MODULES = (
     "simpatterns.simulators.commands",
@@ -47,6 +48,28 @@ def _root(
 ) -> None:
     """Annotated physics traces, discovered event detectors and reward programs."""
     set_debug(debug or bool(os.environ.get("SIMPATTERNS_DEBUG")))
+
+@app.command("examples")
+def examples_cmd(
+    out: Path = typer.Option(Path("examples"), "--out", "-o", help="where to copy them (created)"),
+    force: bool = typer.Option(False, "--force/--no-force", help="overwrite files already there"),
+) -> None:
+    """Copy the shipped examples (goal programs, discovery labels, MuJoCo scenes) into a folder,
+    so the README's commands (``examples/goals/...``) run as written."""
+    from simpatterns import examples
+
+    source = Path(str(examples.path())).resolve()
+    if out.exists() and out.resolve() == source:
+        note(f"{out} is the shipped examples folder itself; nothing to copy")
+        return
+    if out.exists() and not out.is_dir():
+        fail(f"{out}: is a file; give a folder")
+    try:
+        written = examples.copy_to(out, force=force)
+    except OSError as exc:
+        fail(f"{out}: cannot copy the examples ({exc.strerror or exc})")
+    note(f"{len(written)} example file(s) -> {out}" + ("" if force else " (existing files kept; --force overwrites)"))
+
 
 for _name in COMMAND_MODULES:
     try:
