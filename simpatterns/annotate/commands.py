@@ -70,6 +70,7 @@ def annotate_cmd(
     n_bad = n_failed = 0
     stopped = False
     renders: list[RenderJob] = []
+    rendered = 0
     if text or plot or gif:  # an up-to-date annotation still gets the extras it lacks
         for i in sorted(set(range(len(files))) - set(todo)):
             dest_dir, stem = destination(files[i])
@@ -116,15 +117,16 @@ def annotate_cmd(
         try:
             for _ in parallel_map(render, renders, workers=workers, chunksize=1,
                                   progress=None if quiet else "rendering"):
-                pass
+                rendered += 1
         except KeyboardInterrupt:
             stopped = True
         except OSError as exc:
             fail(str(exc))
     if stopped:  # after the bar is gone
         where = out if out else "beside the traces"
+        extras = f"; {rendered} of {len(renders)} trace(s) rendered (text, plot, GIF)" if renders else ""
         interrupted(f"{len(rows) + skipped} of {len(files)} annotation(s) written ({where}), "
-                    f"{len(files) - len(rows) - skipped - n_bad} left")
+                    f"{len(files) - len(rows) - skipped - n_bad} left{extras}")
     if as_json:
         import json
 
