@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
+from simpatterns.cli_support import EXIT_PARTIAL, err, fail, new_table, one_line, out as console, print_table
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
@@ -34,7 +34,6 @@ reward_app = typer.Typer(
     help="Reward programs (the DSL of paper §3.3): check them, evaluate them on traces.",
     no_args_is_help=True,
 )
-from simpatterns.cli_support import fail, out as console, print_table
 
 LIBRARY_HELP = "'builtin', 'builtin:3d', a library directory, or 'none' to skip pattern checks"
 
@@ -107,19 +106,28 @@ def _load_trace(path: Path):
         fail(f"{exc}")
 
 
-def _load_annotation(path: Path):
-    from simpatterns.annotation import Annotation, AnnotationFormatError
-
-    try:
-        return Annotation.load(path)
-    except AnnotationFormatError as exc:
-        fail(f"{exc}")
+def _eval_inputs(paths: list[Path]) -> list[Path]:
+    """Files as given; a folder gives its traces (``*.npz``) and annotations (``*.jsonl``), recursively."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                           and (q.name.endswith(".npz") or q.name.endswith(".jsonl")) and q.name != "index.jsonl")
+            if not found:
+                fail(f"{p}: no traces (.npz) or annotations (.jsonl) in this folder")
+            files += found
+        elif not p.exists():
+            fail(f"{p}: no such file or folder")
+        else:
+            files.append(p)
+    return files
 
 
 @reward_app.command("eval")
 def eval_cmd(
     program: Path = typer.Argument(..., help="reward program file (.rwd)"),
-    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library) or annotations (.jsonl)"),
+    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library), annotations (.jsonl) "
+                                                  "or folders of them"),
     library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_HELP),
     explain: bool = typer.Option(False, "--explain", "-e", help="per-clause success, score and why"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per trace"),
@@ -127,8 +135,11 @@ def eval_cmd(
     """Evaluate a program on traces: success and dense score per trace (and per clause).
 
     A trace is annotated with the patterns the program reads (and their
-    dependencies) from --library; an annotation (.jsonl) is read as it is."""
+    dependencies) from --library; an annotation (.jsonl) is read as it is. A
+    file that cannot be read or evaluated is reported and skipped (exit 1)."""
+    from simpatterns.annotation import Annotation, AnnotationFormatError
     from simpatterns.dsl import DSLError, DSLErrors, RewardProgram
+    from simpatterns.trace import Trace, TraceFormatError
 
     lib = _library(library)
     text = _read(program)
@@ -137,32 +148,34 @@ def eval_cmd(
     except DSLErrors as exc:
         _print_errors(exc)
         raise typer.Exit(1)
-    table = Table(title=f"{program} on {len(traces)} trace(s)")
-    table.add_column("trace")
-    table.add_column("success")
-    table.add_column("score")
-    for k in range(len(reward.clauses)):
-        table.add_column(f"c{k + 1}")
-    failed = False
-    for path in traces:
+    files = _eval_inputs(traces)
+    if lib is None and reward.patterns and any(not f.name.endswith(".jsonl") for f in files):
+        fail("annotating a trace needs a library (--library builtin|PATH)")
+    table = new_table(f"{program} on {len(files)} trace(s)",
+                      ("trace", "success", "score", *[f"c{k + 1}" for k in range(len(reward.clauses))]))
+    scores: list[float] = []
+    n_success = 0
+    bad: list[str] = []
+    for path in files:
         ann, trace = None, None
-        if path.name.endswith(".jsonl"):
-            ann = _load_annotation(path)
-        else:
-            trace = _load_trace(path)
-            if lib is None and reward.patterns:
-                fail("annotating a trace needs a library (--library builtin|PATH)")
-            body_errors = reward.check_bodies(trace.names)
-            if body_errors:
-                _print_errors(DSLErrors(body_errors))
-                failed = True
-                continue
         try:
+            if path.name.endswith(".jsonl"):
+                ann = Annotation.load(path)
+            else:
+                trace = Trace.load(path)
+                body_errors = reward.check_bodies(trace.names)
+                if body_errors:
+                    _print_errors(DSLErrors(body_errors))
+                    bad.append(str(path))
+                    continue
             res = reward.evaluate(ann, trace, explain=explain or as_json)
-        except DSLError as exc:
-            typer.echo(f"{path}: {exc}")
-            failed = True
+        except (TraceFormatError, AnnotationFormatError, DSLError) as exc:
+            err.print(f"error: {path}: {one_line(str(exc))}" if str(path) not in str(exc) else
+                      f"error: {one_line(str(exc))}")
+            bad.append(str(path))
             continue
+        scores.append(res.score)
+        n_success += bool(res.success)
         if as_json:
             typer.echo(json.dumps({"trace": str(path), **res.to_json()}))
             continue
@@ -175,8 +188,11 @@ def eval_cmd(
         print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
             console.print(f"  c{k}: {t}")
-    if failed:
-        raise typer.Exit(1)
+        if scores:
+            console.print(f"{len(scores)} trace(s): {n_success} succeeded, mean score {sum(scores) / len(scores):.3f}"
+                          + (f"; {len(bad)} could not be evaluated" if bad else ""))
+    if bad:
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 def _scene_bodies(spec: str):
