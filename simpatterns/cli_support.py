@@ -162,7 +162,7 @@ def interrupted(done: str, *, resume: bool = True) -> NoReturn:
     without ``--force``: what is done is not redone); exit 130."""
     line = f"interrupted: {one_line(done)}"
     if resume:
-        line += f"; resume with: {command_line(drop=('--force',))}"
+        line += f"; run the same command to resume: {command_line(drop=('--force',))}"
     err.print(line, style="yellow")
     raise typer.Exit(EXIT_INTERRUPTED)
 

@@ -162,7 +162,7 @@ def test_ctrl_c_in_dataset_keeps_finished_traces_and_the_index_and_resumes(tmp_p
             "-j", "2", "--stride", "4"]
     took, rc, _, err = _interrupt(args, tmp_path, lambda: len(list(out.glob("*.npz"))) >= 3)
     assert rc == 130 and took < 2.0, (took, err)
-    assert "Traceback" not in err and "resume with: simpatterns dataset" in err
+    assert "Traceback" not in err and "run the same command to resume: simpatterns dataset" in err
     kept = _index(out)
     on_disk = sorted(p.name for p in out.glob("*.npz"))
     # the index lists what the parent received; a worker may have finished one more trace
@@ -190,7 +190,7 @@ def test_ctrl_c_in_annotate_keeps_finished_annotations_and_resumes(tmp_path):
     args = ["annotate", str(traces), "-o", str(out), "-j", "2", "--plot"]  # plots make it slow enough to stop
     took, rc, _, err = _interrupt(args, tmp_path, lambda: len(list(out.glob("*.annotation.jsonl"))) >= 1)
     assert rc == 130 and took < 2.0, (took, err)
-    assert "Traceback" not in err and "interrupted:" in err and "resume with: simpatterns annotate" in err
+    assert "Traceback" not in err and "interrupted:" in err and "run the same command to resume: simpatterns annotate" in err
     from simpatterns.annotation import Annotation
 
     done = sorted(out.glob("*.annotation.jsonl"))
