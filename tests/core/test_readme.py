@@ -33,8 +33,9 @@ SESSIONS = readme_blocks()
 
 
 def test_the_readme_marks_the_first_hour():
-    # the path a newcomer follows is covered: simulate, annotate, a reward check, envs, the demo
-    assert {"simulate", "simulate-python", "annotate", "reward-check", "envs", "demo"} <= set(SESSIONS)
+    # the path a newcomer follows is covered: simulate, annotate, a reward check, envs
+    # (the demo block is tests/test_demo.py's)
+    assert {"simulate", "simulate-python", "annotate", "reward-check", "envs"} <= set(SESSIONS)
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
