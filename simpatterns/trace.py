@@ -146,6 +146,7 @@ _ARRAY_FIELDS = (
 )
 # arrays only some traces have (None otherwise): 3D orientation
 _OPTIONAL_ARRAY_FIELDS = ("quaternion",)
+ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS = _ARRAY_FIELDS, _OPTIONAL_ARRAY_FIELDS  # what a trace file holds
 
 
 @dataclass
