@@ -62,6 +62,7 @@ def optimize(
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
     keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
+    trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
     out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
                                             help="write the result (with the curve) as JSON (folders are created)"),
 ) -> None:
@@ -81,7 +82,7 @@ def optimize(
         _fail("--sparse needs --goal (without a goal the PHYRE task reward is already sparse)")
     sc = _scene(template, variant, scene)
     try:  # before the search: a bad output path fails now, not after it (losing the result)
-        for target in (out_json, gif):
+        for target in (out_json, gif, trace_out):
             if target is not None:
                 check_target(target)
     except WriteError as exc:
@@ -143,6 +144,12 @@ def optimize(
         except OSError as exc:  # a WriteError names the user's path
             _fail(str(exc))
         console.print(f"result -> {out_json}")
+    if trace_out is not None:
+        try:
+            trace.save(trace_out)
+        except OSError as exc:  # a WriteError names the user's path
+            _fail(str(exc))
+        console.print(f"best trace -> {trace_out}")
     if gif is not None:
         from simpatterns.annotate.annotator import annotate
         from simpatterns.annotate.plots import captioned_gif
