@@ -129,6 +129,8 @@ def print_table(table: Table, console: Console | None = None) -> None:
     """Print ``table`` at least as wide as its no-wrap columns need: wider than the
     terminal if it must (a terminal folds the long lines; a pipe keeps them whole)."""
     c = console or out
+    if table.columns:
+        table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
     measure = Measurement.get(c, c.options.update(width=1 << 16, max_width=1 << 16), table)
     width = min(measure.maximum, max(c.width, measure.minimum))
     if width <= c.width:

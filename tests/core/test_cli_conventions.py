@@ -244,3 +244,23 @@ def test_examples_are_found_inside_the_package_and_copied_out(tmp_path):
     assert (tmp_path / "ex" / "mujoco" / "table_drop.xml").is_file()
     assert not (tmp_path / "ex" / "__init__.py").exists()
     shutil.rmtree(tmp_path / "ex")
+
+
+def test_tables_keep_the_identifying_column_whole_at_a_narrow_width():
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from simpatterns.cli_support import print_table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=40, markup=False)
+    table = Table(title="rollouts")
+    for col in ("rollout", "frames", "most frequent patterns"):
+        table.add_column(col)
+    for k in range(6):
+        table.add_row(f"T00000_V000_random{k}.npz", "1001", "grid cell transition x40, collision start x3")
+    print_table(table, console)
+    text = buf.getvalue()
+    assert all(f"T00000_V000_random{k}.npz" in text for k in range(6)) and "…" not in text
