@@ -31,12 +31,19 @@ def annotate_cmd(
              "code gets this process's files, network and credentials; only for code you have read"),
     sandbox_timeout: float = typer.Option(
         10.0, "--sandbox-timeout", min=0.1, help="seconds per trace an untrusted detector may run in the sandbox"),
+    unsafe_sandbox: bool = typer.Option(
+        False, "--unsafe-sandbox",
+        help="run untrusted detectors even where this machine cannot give the sandbox its stated minimum "
+             "(namespaces and seccomp; see docs/sandbox.md)"),
 ) -> None:
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
     from simpatterns.parallel import parallel_map
+    from simpatterns.sandbox.pool import allow_unsafe
 
+    if unsafe_sandbox:
+        allow_unsafe()
     try:
         files = trace_files(source)
     except FileNotFoundError as exc:
@@ -86,7 +93,7 @@ def annotate_cmd(
                 err.print(f"{what} {message}")
 
         try:
-            for j, ann in done:  # written as each trace is done, so an interrupted run keeps them
+            for j, ann in _refusal_exits(done):  # written as each trace is done, so an interrupted run keeps them
                 i = todo[j]
                 file = files[i]
                 dest_dir, stem = destination(file)
@@ -156,6 +163,16 @@ def up_to_date(trace: Path, annotation: Path, patterns: list[str]) -> bool:
         return Annotation.load(annotation).patterns == list(patterns)
     except (OSError, AnnotationFormatError):
         return False
+
+
+def _refusal_exits(done):
+    """The annotations as they come; exit 2 with its one line if the sandbox refuses this machine."""
+    from simpatterns.sandbox.pool import SandboxRefused
+
+    try:
+        yield from done
+    except SandboxRefused as exc:
+        fail(str(exc))
 
 
 def _write_failed(dest_dir: Path, exc: OSError) -> None:
