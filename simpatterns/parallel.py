@@ -117,9 +117,14 @@ class WorkerStopped(Exception):
 _STOPPING = False
 
 
+_IN_ITEM = False
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _STOPPING
     _STOPPING = True
+    if not _IN_ITEM:  # waiting for work (or starting): nothing to unwind, exit without a traceback
+        os._exit(1)
     raise WorkerStopped("stopped by the parent")
 
 
@@ -133,7 +138,9 @@ def _worker_init(setup: WorkerSetup | None) -> None:
 
 
 def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    global _IN_ITEM
     out = []
+    _IN_ITEM = True
     try:
         for i, item in chunk:
             if _STOPPING:
@@ -141,6 +148,8 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tup
             out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
     except WorkerStopped:
         os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
+    finally:
+        _IN_ITEM = False
     return out
 
 
@@ -198,9 +207,8 @@ class ProcessExecutor(Executor):
                     yield from fut.result()
         except BaseException:
             # Ctrl-C, a failed item, or the caller stopped iterating: stop now, not after
-            # the work in flight
-            for fut in pending:
-                fut.cancel()
+            # the work in flight. (No Future.cancel here: the pool's manager thread would fail
+            # on a future cancelled behind its back and print a traceback; `stop` cancels.)
             self.stop()
             raise
 
@@ -209,6 +217,7 @@ class ProcessExecutor(Executor):
         if pool is None:
             return
         processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop workers
+        pool.shutdown(wait=False, cancel_futures=True)  # queued work is dropped by the pool itself
         # SIGTERM first: the item in progress unwinds (temporary files removed); then SIGKILL
         # whatever has not exited after a short grace (a long C call cannot be interrupted)
         for p in processes:
@@ -228,7 +237,6 @@ class ProcessExecutor(Executor):
                     p.kill()
             except (OSError, AttributeError, AssertionError):
                 pass
-        pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:
             try:
                 p.join(timeout=2)
@@ -266,9 +274,10 @@ class ProgressBar:
     """A progress bar on stderr with done/total, elapsed and remaining time.
 
     Use as a context manager; `advance` after each finished item and `log` for
-    a line above the bar. ``enabled=False`` makes every call a no-op."""
+    a line above the bar. ``enabled=False`` makes every call a no-op. ``console``:
+    a Rich console (default: a new one on stderr)."""
 
-    def __init__(self, description: str, total: int | None, enabled: bool = True):
+    def __init__(self, description: str, total: int | None, enabled: bool = True, console: Any = None):
         self.enabled = enabled
         self._progress: Any = None
         self._task: Any = None
@@ -278,27 +287,36 @@ class ProgressBar:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                  console=Console(stderr=True), transient=False)
+                                  console=console or Console(stderr=True), transient=False,
+                                  auto_refresh=False)  # no refresh thread: a pool forks safely
+        self._last_refresh = 0.0
         self._task = self._progress.add_task(description, total=total)
 
     def __enter__(self) -> "ProgressBar":
         if self._progress is not None:
             self._progress.start()
+            self._progress.refresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
+            self._progress.refresh()
             self._progress.stop()
 
     def advance(self, n: int = 1) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, n)
+            now = time.monotonic()
+            if now - self._last_refresh > 0.1:  # redrawn as items finish, at most 10 times a second
+                self._last_refresh = now
+                self._progress.refresh()
 
     def log(self, message: str) -> None:
         if self._progress is not None:
             self._progress.console.print(message, markup=False, highlight=False)
+            self._progress.refresh()
 
 
 def parallel_map(

@@ -152,6 +152,7 @@ _INDEX_FIELDS = frozenset({"contact_frame", "contact_a", "contact_b"})  # intege
 # loader allocate more than this (PHYRE traces take ~100 KB, a long 3D rope a few MB).
 MAX_TRACE_BYTES = 256 << 20
 MAX_HEADER_BYTES = 16 << 20
+ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS = _ARRAY_FIELDS, _OPTIONAL_ARRAY_FIELDS  # what a trace file holds
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
+from simpatterns.cli_support import fail, interrupted
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
@@ -24,8 +25,7 @@ agent_app = typer.Typer(help="Agents on PHYRE tasks: PHYRE's folds and AUCCESS, 
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+    fail(message, code)
 
 
 def _split(text: str) -> list[str]:
@@ -176,8 +176,7 @@ def eval_cmd(
                                                           max_requests, max_total_tokens, opened),
                            progress=True, log=lambda s: typer.echo(s, err=True))
     except KeyboardInterrupt:
-        typer.echo(f"stopped: finished episodes are in {out}; run the same command again to resume", err=True)
-        raise typer.Exit(130)
+        interrupted(f"finished episodes are in {out}")
     except (RunError, ValueError, TaskError, LLMError) as exc:
         _fail(f"{exc}; finished episodes are kept in {out}" if isinstance(exc, LLMError) else str(exc), 1)
     finally:
@@ -256,8 +255,7 @@ def _run_study(out: Path, make_client, study) -> dict:
         opened.append(client)
         return study(client)
     except KeyboardInterrupt:
-        typer.echo(f"stopped: finished views are in {out}; run the same command again to resume", err=True)
-        raise typer.Exit(130)
+        interrupted(f"finished views are in {out}")
     except (RunError, ValueError, TaskError, LLMError) as exc:
         _fail(str(exc), 1)
     finally:

@@ -52,7 +52,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -68,6 +67,7 @@ from simpatterns.detectors.contract import (
     source_hash,
     untrusted_detector,
 )
+from simpatterns.files import WriteError, sweep_stale, temporary_sibling
 
 LIBRARY_FORMAT = "simpatterns-library"
 LIBRARY_VERSION = 1
@@ -198,6 +198,9 @@ class PatternLibrary:
         path = Path(path)
         if not path.exists():
             raise LibraryError(f"{path}: no such library directory or manifest")
+        if not path.is_dir() and path.name != MANIFEST:
+            raise LibraryError(f"{path}: not a pattern library (a folder with {MANIFEST}, as "
+                               f"`simpatterns discover --library DIR` writes)")
         manifest_path = path / MANIFEST if path.is_dir() else path
         directory = manifest_path.parent
         try:
@@ -598,8 +601,15 @@ class PatternLibrary:
         temporary sibling directory first, which then replaces ``path`` by rename
         (an existing ``path`` is moved aside and removed only after the swap)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp", dir=path.parent))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot create its folder {path.parent} ({exc.strerror or exc})") from None
+        if path.exists() and not path.is_dir():
+            raise LibraryError(f"{path}: is a file; a library is a folder")
+        sweep_stale(path.parent)  # what a killed save left behind
+        tmp = temporary_sibling(path)
+        tmp.mkdir()
         try:
             for k in self.order():
                 (tmp / self._entries[k].file).write_text(self._detectors[k].source)
@@ -607,7 +617,8 @@ class PatternLibrary:
             if path.exists():
                 if not (path / MANIFEST).is_file() and any(path.iterdir()):
                     raise LibraryError(f"{path}: exists and is not a pattern library (no {MANIFEST}); not replacing it")
-                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old", dir=path.parent))
+                old = temporary_sibling(path, "old")
+                old.mkdir()
                 os.rename(path, old / "lib")
                 try:
                     os.rename(tmp, path)

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from simpatterns.cli_support import EXIT_PARTIAL, err, fail, new_table, one_line, out as console, print_table
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
@@ -28,10 +26,8 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
     client_from_options,
-    fail,
 )
 
-console = Console()
 
 reward_app = typer.Typer(
     name="reward",
@@ -54,8 +50,7 @@ def _read(path: Path) -> str:
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(path))}: cannot read ({escape(str(exc))})")
-        raise typer.Exit(2)
+        fail(f"{path}: cannot read ({exc})")
 
 
 def _print_errors(errors) -> None:
@@ -99,7 +94,7 @@ def check_cmd(
         typer.echo(format_program(parsed), nl=False)
     elif not as_json:
         n = len(parsed.clauses)
-        console.print(f"[green]ok[/green] {escape(str(program))}: {n} clause{'s' if n != 1 else ''}")
+        console.print(f"ok {program}: {n} clause{'s' if n != 1 else ''}")
 
 
 def _load_trace(path: Path):
@@ -108,24 +103,31 @@ def _load_trace(path: Path):
     try:
         return Trace.load(path)
     except TraceFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
-def _load_annotation(path: Path):
-    from simpatterns.annotation import Annotation, AnnotationFormatError
-
-    try:
-        return Annotation.load(path)
-    except AnnotationFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+def _eval_inputs(paths: list[Path]) -> list[Path]:
+    """Files as given; a folder gives its traces (``*.npz``) and annotations (``*.jsonl``), recursively."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                           and (q.name.endswith(".npz") or q.name.endswith(".jsonl")) and q.name != "index.jsonl")
+            if not found:
+                fail(f"{p}: no traces (.npz) or annotations (.jsonl) in this folder")
+            files += found
+        elif not p.exists():
+            fail(f"{p}: no such file or folder")
+        else:
+            files.append(p)
+    return files
 
 
 @reward_app.command("eval")
 def eval_cmd(
     program: Path = typer.Argument(..., help="reward program file (.rwd)"),
-    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library) or annotations (.jsonl)"),
+    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library), annotations (.jsonl) "
+                                                  "or folders of them"),
     library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_HELP),
     explain: bool = typer.Option(False, "--explain", "-e", help="per-clause success, score and why"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per trace"),
@@ -133,8 +135,11 @@ def eval_cmd(
     """Evaluate a program on traces: success and dense score per trace (and per clause).
 
     A trace is annotated with the patterns the program reads (and their
-    dependencies) from --library; an annotation (.jsonl) is read as it is."""
+    dependencies) from --library; an annotation (.jsonl) is read as it is. A
+    file that cannot be read or evaluated is reported and skipped (exit 1)."""
+    from simpatterns.annotation import Annotation, AnnotationFormatError
     from simpatterns.dsl import DSLError, DSLErrors, RewardProgram
+    from simpatterns.trace import Trace, TraceFormatError
 
     lib = _library(library)
     text = _read(program)
@@ -143,47 +148,51 @@ def eval_cmd(
     except DSLErrors as exc:
         _print_errors(exc)
         raise typer.Exit(1)
-    table = Table(title=f"{escape(str(program))} on {len(traces)} trace(s)")
-    table.add_column("trace")
-    table.add_column("success")
-    table.add_column("score")
-    for k in range(len(reward.clauses)):
-        table.add_column(f"c{k + 1}")
-    failed = False
-    for path in traces:
+    files = _eval_inputs(traces)
+    if lib is None and reward.patterns and any(not f.name.endswith(".jsonl") for f in files):
+        fail("annotating a trace needs a library (--library builtin|PATH)")
+    table = new_table(f"{program} on {len(files)} trace(s)",
+                      ("trace", "success", "score", *[f"c{k + 1}" for k in range(len(reward.clauses))]))
+    scores: list[float] = []
+    n_success = 0
+    bad: list[str] = []
+    for path in files:
         ann, trace = None, None
-        if path.name.endswith(".jsonl"):
-            ann = _load_annotation(path)
-        else:
-            trace = _load_trace(path)
-            if lib is None and reward.patterns:
-                console.print("[red]error:[/red] annotating a trace needs a library (--library builtin|PATH)")
-                raise typer.Exit(2)
-            body_errors = reward.check_bodies(trace.names)
-            if body_errors:
-                _print_errors(DSLErrors(body_errors))
-                failed = True
-                continue
         try:
+            if path.name.endswith(".jsonl"):
+                ann = Annotation.load(path)
+            else:
+                trace = Trace.load(path)
+                body_errors = reward.check_bodies(trace.names)
+                if body_errors:
+                    _print_errors(DSLErrors(body_errors))
+                    bad.append(str(path))
+                    continue
             res = reward.evaluate(ann, trace, explain=explain or as_json)
-        except DSLError as exc:
-            typer.echo(f"{path}: {exc}")
-            failed = True
+        except (TraceFormatError, AnnotationFormatError, DSLError) as exc:
+            err.print(f"error: {path}: {one_line(str(exc))}" if str(path) not in str(exc) else
+                      f"error: {one_line(str(exc))}")
+            bad.append(str(path))
             continue
+        scores.append(res.score)
+        n_success += bool(res.success)
         if as_json:
             typer.echo(json.dumps({"trace": str(path), **res.to_json()}))
             continue
         if explain:
             typer.echo(f"== {path}")
             typer.echo(res.explain_text())
-        table.add_row(escape(str(path)), "yes" if res.success else "no", f"{res.score:.3f}",
+        table.add_row(str(path), "yes" if res.success else "no", f"{res.score:.3f}",
                       *[f"{c.score:.2f}" for c in res.clauses])
     if not as_json:
-        console.print(table)
+        print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
-            console.print(f"  c{k}: {escape(t)}")
-    if failed:
-        raise typer.Exit(1)
+            console.print(f"  c{k}: {t}")
+        if scores:
+            console.print(f"{len(scores)} trace(s): {n_success} succeeded, mean score {sum(scores) / len(scores):.3f}"
+                          + (f"; {len(bad)} could not be evaluated" if bad else ""))
+    if bad:
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 def _scene_bodies(spec: str):

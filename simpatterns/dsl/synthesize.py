@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -46,7 +47,8 @@ from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.llm.errors import LLMError
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 
-DEFAULT_EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "goals"
+# the shipped goals (package data, so they are there on a wheel install too)
+DEFAULT_EXAMPLES_DIR = Path(str(resources.files("simpatterns.examples") / "goals"))
 
 SYSTEM_INTRO = """\
 You translate goals for a 2D physics simulation, written in natural language, \

@@ -6,10 +6,8 @@ import warnings
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from simpatterns.cli_support import out as console
 
-console = Console()
 env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check them.", no_args_is_help=True)
 
 
@@ -24,7 +22,7 @@ def list_cmd() -> None:
 
     for env_id in envs.ENV_IDS:
         spec = gym.spec(env_id)
-        console.print(f"[bold]{env_id}[/bold]  (max_episode_steps={spec.max_episode_steps})")
+        console.print(f"{env_id}  (max_episode_steps={spec.max_episode_steps})")
         if env_id == envs.KNOT_ROPE:
             from simpatterns.envs.rope_options import OBS_MODES as ROPE_OBS
             from simpatterns.simulators.mujoco.tasks import TASK_NAMES
@@ -78,9 +76,9 @@ def check_cmd(
                 problem = f"{type(exc).__name__}: {exc}"
         if problem:
             failed = True
-            console.print(f"[red]FAIL[/red] {escape(label)}: {escape(problem)}")
+            console.print(f"FAIL {label}: {problem}")
         else:
-            console.print(f"[green]ok[/green]   {escape(label)}")
+            console.print(f"ok   {label}")
     if failed:
         raise typer.Exit(1)
 

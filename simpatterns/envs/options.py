@@ -97,13 +97,13 @@ class ObservationOptions:
 
     obs_mode: str = "rgb"
     semantic_size: int = 64
-    max_objects: int = 16
+    max_objects: int | None = None  # None: room for the task set's fullest scene (the env decides)
     action_bins: int | None = None
 
     def __post_init__(self) -> None:
         if self.obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
-        if self.semantic_size < 8 or self.max_objects < 2:
+        if self.semantic_size < 8 or (self.max_objects is not None and self.max_objects < 2):
             raise ValueError(f"semantic_size must be >= 8 and max_objects >= 2, "
                              f"got {self.semantic_size}, {self.max_objects}")
         bins = self.action_bins

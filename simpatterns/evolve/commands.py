@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from simpatterns.cli_support import fail, out as console, print_table
 
-console = Console()
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 class _ProgressView:
@@ -48,7 +45,7 @@ class _ProgressView:
             self._tasks[label] = self._progress.add_task(label, total=info["budget"])
         best = " ".join(f"{b - info['baseline']:+.4f}" if b > -1e300 else "-" for b in info["best_per_island"])
         self._progress.update(self._tasks[label], completed=info["samples"],
-                              description=f"{escape(label)} [dim]gain per island:[/dim] {best}")
+                              description=f"{label} gain per island: {best}")
 
 
 def discover_cmd(
@@ -185,16 +182,16 @@ def discover_cmd(
         scored = rec.program is not None and "gain" in rec.program.parts
         fit = rec.program.fitness if scored and rec.program is not None else None
         gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
-        table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
-                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.why or ""))
-    console.print(table)
+        table.add_row(str(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
+                      "-" if fit is None else f"{fit:.5g}", gain, str(rec.why or ""))
+    print_table(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
                                                                                key=lambda kv: -kv[1])))
     accepted = sum(1 for r in job.state.done if r.accepted)
-    console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
-                  f"simpatterns evolve report {escape(str(rdir))}")
-    console.print(f"stopped: {escape(job.stop_reason)}", soft_wrap=True)  # the last line: which budget ended it
+    console.print(f"library: {library} ({accepted} accepted this run); report: "
+                  f"simpatterns evolve report {rdir}")
+    console.print(f"stopped: {job.stop_reason}")  # the last line: which budget ended it
 
 
 @evolve_app.command("report")
@@ -212,17 +209,17 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
         table.add_column(col)
     for lab in report.labels:
         fit = lab.best.fitness if lab.best is not None else None
-        table.add_row(escape(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
+        table.add_row(str(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
-                      escape(str(lab.plot)) if lab.plot else "-")
-    console.print(table)
+                      str(lab.plot) if lab.plot else "-")
+    print_table(table)
     reasons = Table(title="rejection reasons")
     reasons.add_column("reason")
     reasons.add_column("count", justify="right")
     for code, n in report.reasons.most_common():
         reasons.add_row(code, str(n))
     console.print(reasons)
-    console.print(f"written: {escape(str(report.markdown))}")
+    console.print(f"written: {report.markdown}")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,10 +13,11 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
+from simpatterns.cli_support import fail as cli_fail
 from simpatterns.llm.client import AUTO, RetryPolicy
 from simpatterns.llm.errors import LLMConfigError, LLMError
 from simpatterns.llm.factory import make_client
@@ -64,9 +65,9 @@ def client_from_options(
     )
 
 
-def fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One error line on stderr (`simpatterns.cli_support.fail`); exit 1: the server or model failed."""
+    cli_fail(message, code)
 
 
 llm_app = typer.Typer(help="Check an LLM server, inspect transcripts, serve scripted answers.", no_args_is_help=True)

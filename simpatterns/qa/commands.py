@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-console = Console()
+from simpatterns.cli_support import fail, interrupted, out as console, print_table, warn
+
 qa_app = typer.Typer(help="The Q&A benchmark: questions about rollouts, asked with or without annotations.",
                      no_args_is_help=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 def _library(spec: str, trust_evolved: bool = False) -> Any:
@@ -171,7 +169,7 @@ def generate_cmd(
                   f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); families: "
                   f"{', '.join(f'{k} {v}' for k, v in sorted(fam.items()))}; yes/no: {yn.get('yes', 0)}/{yn.get('no', 0)}; "
                   f"stable: {sum(1 for q in qs if q.stable)}")
-    console.print(f"written: {escape(str(out / 'questions.jsonl'))}")
+    console.print(f"written: {str(out / 'questions.jsonl')}")
 
 
 # ------------------------------------------------------------------ eval
@@ -216,14 +214,13 @@ def eval_cmd(
     except RunError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        console.print(f"interrupted; answers so far are in {escape(str(out))}; run the same command to resume")
-        raise typer.Exit(130)
+        interrupted(f"answers so far are in {out}")
     finally:
         client.close()
     console.print(f"answered {outcome.answered} (already had {outcome.already}); failed {outcome.failed}"
-                  + (f"; stopped: {escape(outcome.stopped)}" if outcome.stopped else ""))
+                  + (f"; stopped: {outcome.stopped}" if outcome.stopped else ""))
     for e in outcome.errors[:5]:
-        console.print(f"[yellow]failed[/yellow] {escape(e)}")
+        warn(f"failed {e}")
     _print_scores(out, None)
     if not outcome.complete:
         raise typer.Exit(1)
@@ -252,7 +249,7 @@ def _print_scores(run: Path, questions: Path | None) -> None:
             s = find(rs.scores, rs.conditions[0], g)
             cells.append("-" if s is None else f"{100 * getattr(s, attr):.1f}")
         table.add_row(name, *cells, "")
-    console.print(table)
+    print_table(table)
 
 
 @qa_app.command("score")
@@ -268,7 +265,7 @@ def score_cmd(
         _print_scores(run, questions)
     except (RunError, QuestionFormatError) as exc:
         _fail(str(exc))
-    console.print(f"written: {escape(str(run / 'scores.json'))}")
+    console.print(f"written: {str(run / 'scores.json')}")
 
 
 @qa_app.command("report")
@@ -288,7 +285,7 @@ def report_cmd(
     except (RunError, QuestionFormatError) as exc:
         _fail(str(exc))
     pngs = sorted(p.name for p in md.parent.glob("*.png"))
-    console.print(f"written: {escape(str(md))} ({len(pngs)} plots: {escape(', '.join(pngs))})")
+    console.print(f"written: {md} ({len(pngs)} plots: {str(', '.join(pngs))})")
 
 
 # ------------------------------------------------------------------ studies
@@ -347,8 +344,7 @@ def library_curve_cmd(
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        console.print(f"interrupted; run the same command to resume ({escape(str(out))})")
-        raise typer.Exit(130)
+        interrupted(f"finished work is kept in {out}")
     finally:
         client.close()
     png = plot_library_curve(curve, out / "library_curve.png")
@@ -358,8 +354,8 @@ def library_curve_cmd(
     for p in curve["summary"]:
         table.add_row(str(p["size"]), str(p["trials"]), f"{100 * p['mean']:.1f}",
                       f"{100 * p['ci'][0]:.1f}-{100 * p['ci'][1]:.1f}")
-    console.print(table)
-    console.print(f"written: {escape(str(out / 'curve.json'))}, {escape(str(png))}")
+    print_table(table)
+    console.print(f"written: {str(out / 'curve.json')}, {png}")
 
 
 @qa_app.command("importance")
@@ -401,8 +397,7 @@ def importance_cmd(
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        console.print(f"interrupted; run the same command to resume ({escape(str(out))})")
-        raise typer.Exit(130)
+        interrupted(f"finished work is kept in {out}")
     finally:
         client.close()
     png = plot_importance(imp, out / "importance.png")
@@ -410,10 +405,10 @@ def importance_cmd(
     for col in ("pattern", "removed", "accuracy %", "importance %"):
         table.add_column(col)
     for r in sorted(imp["patterns"], key=lambda r: -r["importance"]):
-        table.add_row(escape(r["label"]), str(len(r["removed"])), f"{100 * r['accuracy']:.1f}",
+        table.add_row(str(r["label"]), str(len(r["removed"])), f"{100 * r['accuracy']:.1f}",
                       f"{r['importance']:+.1f}")
-    console.print(table)
-    console.print(f"written: {escape(str(out / 'importance.json'))}, {escape(str(png))}")
+    print_table(table)
+    console.print(f"written: {str(out / 'importance.json')}, {png}")
 
 
 @qa_app.command("self-discover")
@@ -466,8 +461,7 @@ def self_discover_cmd(
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        console.print(f"interrupted; run the same command to resume ({escape(str(out))})")
-        raise typer.Exit(130)
+        interrupted(f"finished work is kept in {out}")
     finally:
         client.close()
     table = Table(title=f"self-discovery: {record_['heldout_questions']} held-out questions, margin "
@@ -476,9 +470,9 @@ def self_discover_cmd(
         table.add_column(col)
     for r in record_["rounds"]:
         for d in r["decisions"]:
-            table.add_row(str(r["round"]), escape(d["label"]), "yes" if d["kept"] else "no", escape(d["why"]))
-    console.print(table)
-    console.print(f"library: {escape(record_['library'])}; decisions: {escape(str(out / 'decisions.json'))}")
+            table.add_row(str(r["round"]), str(d["label"]), "yes" if d["kept"] else "no", str(d["why"]))
+    print_table(table)
+    console.print(f"library: {str(record_['library'])}; decisions: {str(out / 'decisions.json')}")
 
 
 def register(app: typer.Typer) -> None:
