@@ -4,11 +4,7 @@ import pytest
 
 from simpatterns.agents.menu import MenuStore
 
-# Small 3^3 grids keep menus cheap (about 25 valid cells, well under a second each).
-# 00002:002 has solving cells (A7 and A15); 00000:000 has none, so its stored solution is added.
-SOLVABLE = "00002:002"
-ADDED = "00000:000"
-BINS = 3
+from agent_tasks import BINS
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from conftest import BINS, SOLVABLE
+from agent_tasks import BINS, SOLVABLE
 from simpatterns.agents.episode import STATUSES
 from simpatterns.agents.report import write_report
 from simpatterns.agents.runner import EPISODES_FILE, EvalConfig, evaluate, make_conditions

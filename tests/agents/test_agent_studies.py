@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from conftest import ADDED, BINS, SOLVABLE
+from agent_tasks import ADDED, BINS, SOLVABLE
 from simpatterns.agents.menu import NOT_SOLVED
 from simpatterns.agents.metrics import auccess
 from simpatterns.agents.report import write_report, write_study_report

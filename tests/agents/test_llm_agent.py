@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SOLVABLE
+from agent_tasks import SOLVABLE
 from simpatterns.agents.episode import TaskContext, run_episode
 from simpatterns.agents.feedback import FeedbackOptions, parse_choice
 from simpatterns.agents.llm_agent import LLMAgent

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import ADDED, BINS, SOLVABLE
+from agent_tasks import ADDED, BINS, SOLVABLE
 from simpatterns.agents.baselines import AnnealAgent, MemoryAgent, OracleAgent, RandomAgent, train_memory
 from simpatterns.agents.episode import Agent, Proposal, TaskContext, run_episode
 from simpatterns.agents.menu import NOT_SOLVED, SOLVED, Choice, Menu, MenuStore, build_menu

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import simpatterns.agents.phyre_compat as phyre
-from conftest import SOLVABLE
+from agent_tasks import SOLVABLE
 from simpatterns.agents.tasks import Task
 from simpatterns.simulators.phyre import simulate
 

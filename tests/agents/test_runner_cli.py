@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import BINS, SOLVABLE
+from agent_tasks import BINS, SOLVABLE
 from simpatterns.agents.metrics import auccess
 from simpatterns.agents.report import write_report
 from simpatterns.agents.runner import EPISODES_FILE, EvalConfig, RunError, evaluate, make_conditions, read_run

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TABLE_XML = ROOT / "examples" / "mujoco" / "table_drop.xml"
+from mujoco_paths import TABLE_XML
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from mujoco_paths import ROOT
 
 from simpatterns.annotate import annotate
 from simpatterns.detectors.builtin3d import BUILTIN_DIR, MANIFEST_PATH

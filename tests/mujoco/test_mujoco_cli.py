@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import TABLE_XML
+from mujoco_paths import TABLE_XML
 from typer.testing import CliRunner
 
 from simpatterns.cli import app

@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from mujoco_paths import ROOT
 from test_mujoco_builtin3d import rope_trace as known_rope_trace
 from typer.testing import CliRunner
 

@@ -3,7 +3,7 @@
 import mujoco
 import numpy as np
 import pytest
-from conftest import TABLE_XML
+from mujoco_paths import TABLE_XML
 
 from simpatterns.simulators.mujoco import TraceRecorder, color_word, load_model, rollout_traces, simulate
 
