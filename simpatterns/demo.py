@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from simpatterns.files import atomic_open, atomic_write
-from simpatterns.parallel import make_executor
+from simpatterns.parallel import executor_options, make_executor
 
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
@@ -298,4 +298,4 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo")(executor_options(demo))

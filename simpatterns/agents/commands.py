@@ -18,6 +18,7 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
 )
+from simpatterns.parallel import executor_options
 
 agent_app = typer.Typer(help="Agents on PHYRE tasks: PHYRE's folds and AUCCESS, baselines, language models.",
                         no_args_is_help=True)
@@ -57,6 +58,7 @@ def _programs(path: Optional[Path]) -> dict[str, str]:
 
 
 @agent_app.command("eval")
+@executor_options
 def eval_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Run directory (created; an existing run resumes)."),
     agents: str = typer.Option("random,memory,oracle,anneal", "--agents", "-a",

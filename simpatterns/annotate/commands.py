@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from simpatterns.parallel import executor_options
+
 console = Console()
 
 
@@ -147,4 +149,4 @@ def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, 
 
 
 def register(app: typer.Typer) -> None:
-    app.command("annotate")(annotate_cmd)
+    app.command("annotate")(executor_options(annotate_cmd))

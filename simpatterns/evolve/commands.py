@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from simpatterns.parallel import executor_options
+
 console = Console()
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
@@ -199,5 +201,5 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
 
 
 def register(app: typer.Typer) -> None:
-    app.command("discover")(discover_cmd)
+    app.command("discover")(executor_options(discover_cmd))
     app.add_typer(evolve_app, name="evolve")

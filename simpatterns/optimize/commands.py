@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from simpatterns.parallel import executor_options
+
 console = Console()
 
 
@@ -151,4 +153,4 @@ def optimize(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("optimize")(optimize)
+    app.command("optimize")(executor_options(optimize))

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simpatterns.parallel import executor_options
+
 console = Console(soft_wrap=True)  # no hard wraps: output is often piped or grepped
 
 
@@ -120,4 +122,4 @@ def dataset(
 def register(app: typer.Typer) -> None:
     app.command("scenes")(scenes)
     app.command("simulate")(simulate_cmd)
-    app.command("dataset")(dataset)
+    app.command("dataset")(executor_options(dataset))
