@@ -195,11 +195,14 @@ class WorkerStopped(Exception):
 
 
 _STOPPING = False
+_IN_ITEM = False
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _STOPPING
     _STOPPING = True
+    if not _IN_ITEM:  # idle (waiting for work): nothing to unwind, and no traceback to print
+        os._exit(0)
     raise WorkerStopped("stopped by the parent")
 
 
@@ -218,11 +221,16 @@ def _worker_init(setup: WorkerSetup | None) -> None:
 
 def _run_items(fn: Callable[..., Any], chunk: list[tuple[int, Any]], state: Any, has_state: bool
                ) -> list[tuple[int, Any]]:
+    global _IN_ITEM
     out = []
-    for i, item in chunk:
-        if _STOPPING:
-            raise WorkerStopped("stopped by the parent")
-        out.append((i, fn(state, item) if has_state else fn(item)))
+    _IN_ITEM = True
+    try:
+        for i, item in chunk:
+            if _STOPPING:
+                raise WorkerStopped("stopped by the parent")
+            out.append((i, fn(state, item) if has_state else fn(item)))
+    finally:
+        _IN_ITEM = False
     return out
 
 

@@ -536,7 +536,10 @@ def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
     a = rows[:, 1].astype(np.int64)
     b = rows[:, 2].astype(np.int64)
     key = (frame * n + a) * n + b
-    order = np.argsort(key, kind="stable")
+    # rows of one key are summed in an order fixed by their values: chipmunk's arbiter
+    # order follows memory addresses, so it differs between processes, and so would the
+    # last bits of the sums
+    order = np.lexsort((rows[:, 7], rows[:, 6], rows[:, 5], rows[:, 4], rows[:, 3], key))
     key, rows = key[order], rows[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
