@@ -44,7 +44,10 @@ import io
 import json
 import math
 import os
+import re
+import struct
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -356,7 +359,7 @@ class Trace:
     @staticmethod
     def from_bytes(raw: bytes, source: str = "<bytes>") -> "Trace":
         try:
-            npz = np.load(io.BytesIO(raw), allow_pickle=False)
+            npz = _NpzArrays(raw)
             files = set(npz.files)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
             raise TraceFormatError(
@@ -455,6 +458,62 @@ class Trace:
             and np.array_equal(getattr(self, n), getattr(other, n))
             for n in _ARRAY_FIELDS
         )
+
+
+_NPY_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': False, 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+
+
+class _NpzArrays:
+    """The arrays of an ``.npz`` held in memory, read the way ``np.load`` reads them but
+    without its per-array costs (a ZipExtFile per member, ``ast.literal_eval`` of each
+    header): each member is one ``zlib`` call and a regex, CRC-checked. Anything else
+    (Fortran order, structured dtypes, other compression) goes through ``np.load``."""
+
+    def __init__(self, raw: bytes):
+        self._raw = raw
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+        self._info = {i.filename[:-4] if i.filename.endswith(".npy") else i.filename: i for i in zf.infolist()}
+        self.files = list(self._info)
+        self._npz: Any = None
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self._info[name]
+        start = info.header_offset
+        if self._raw[start:start + 4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header of {info.filename}")
+        name_len, extra_len = struct.unpack("<HH", self._raw[start + 26:start + 30])
+        begin = start + 30 + name_len + extra_len
+        body = self._raw[begin:begin + info.compress_size]
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            data = zlib.decompress(body, -15)
+        elif info.compress_type == zipfile.ZIP_STORED:
+            data = body
+        else:
+            return self._fallback(name)
+        if zlib.crc32(data) != info.CRC or len(data) != info.file_size:
+            raise zipfile.BadZipFile(f"bad CRC or size of {info.filename}")
+        if data[:6] != b"\x93NUMPY":
+            raise ValueError(f"{info.filename} is not a .npy array")
+        if data[6] == 1:
+            (hlen,), hstart = struct.unpack("<H", data[8:10]), 10
+        else:
+            (hlen,), hstart = struct.unpack("<I", data[8:12]), 12
+        m = _NPY_HEADER.match(data[hstart:hstart + hlen].decode("latin1"))
+        if m is None:
+            return self._fallback(name)
+        dtype = np.dtype(m.group(1))
+        if dtype.hasobject:
+            raise ValueError(f"{info.filename} holds Python objects")
+        shape = tuple(int(x) for x in m.group(2).replace(" ", "").split(",") if x)
+        count = math.prod(shape)
+        # a writable array of its own (np.load's are too); bytearray -> no second copy
+        return np.frombuffer(bytearray(data[hstart + hlen:]), dtype=dtype, count=count).reshape(shape)
+
+    def _fallback(self, name: str) -> np.ndarray:
+        if self._npz is None:
+            self._npz = np.load(io.BytesIO(self._raw), allow_pickle=False)
+        return self._npz[name]
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
