@@ -536,13 +536,16 @@ def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
     a = rows[:, 1].astype(np.int64)
     b = rows[:, 2].astype(np.int64)
     key = (frame * n + a) * n + b
-    # rows of one key are summed in an order fixed by their values: chipmunk's arbiter
-    # order follows memory addresses, so it differs between processes, and so would the
-    # last bits of the sums
-    order = np.lexsort((rows[:, 7], rows[:, 6], rows[:, 5], rows[:, 4], rows[:, 3], key))
+    order = np.argsort(key, kind="stable")
     key, rows = key[order], rows[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
+    if not first.all():
+        # rows of one key are summed in an order fixed by their values: chipmunk's arbiter
+        # order follows memory addresses, so it differs between processes, and so would
+        # the last bits of the sums
+        order = np.lexsort((rows[:, 7], rows[:, 6], rows[:, 5], rows[:, 4], rows[:, 3], key))
+        key, rows = key[order], rows[order]
     if first.all():
         point, normal, impulse = rows[:, 3:5], rows[:, 5:7], rows[:, 7]
     else:
