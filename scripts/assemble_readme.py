@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from simpatterns.files import atomic_write  # noqa: E402
 ORDER = ["architecture", "templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs",
-         "agents", "mujoco"]
+         "qa", "agents", "mujoco"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "simpatterns.evolve.commands",
     "simpatterns.envs.commands",
     "simpatterns.optimize.commands",
+    "simpatterns.qa.commands",
     "simpatterns.agents.commands",
     "simpatterns.demo",
 )

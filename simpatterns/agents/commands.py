@@ -90,7 +90,7 @@ def eval_cmd(
     model: Model = None,
     api_key: APIKey = None,
     grammar: Grammar = "off",
-    timeout: Timeout = 120.0,
+    timeout: Timeout = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
     max_total_tokens: MaxTotalTokens = None,

@@ -200,7 +200,9 @@ def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
     objs: Counter[str] = Counter()
     for ln in lines:
         objs.update(set(ln.objects))
-    who = ", ".join(f"{name} x{k}" for name, k in objs.most_common(6))
+    # ties by name: Counter order would follow set iteration, which differs between processes
+    top = sorted(objs.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
+    who = ", ".join(f"{name} x{k}" for name, k in top)
     more = f", +{len(objs) - 6} more" if len(objs) > 6 else ""
     frames = f" ({n_act} active frames)" if n_act != len(lines) else ""
     return (

@@ -18,6 +18,7 @@ from rich.table import Table
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
+    Concurrency,
     Grammar,
     LLMSpec,
     MaxRequests,
@@ -222,8 +223,16 @@ def compile_cmd(
     model: Model = None,
     api_key: APIKey = None,
     grammar: Grammar = "auto",
+    grammar_kind: Annotated[str, typer.Option(
+        "--grammar-kind", help="specialised (the library's patterns and the scene's bodies, so programs "
+        "check by construction) or generic (the DSL grammar).")] = "specialised",
+    prompt: Annotated[str, typer.Option(
+        "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
+    prompt_budget: Annotated[int, typer.Option(
+        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
     record: Record = None,
-    timeout: Timeout = 300.0,
+    timeout: Timeout = None,
+    concurrency: Concurrency = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
     max_total_tokens: MaxTotalTokens = None,
@@ -247,11 +256,15 @@ def compile_cmd(
     shots = [] if no_examples else load_goal_examples(examples, library=lib)
     if examples is not None and not no_examples and not examples.is_dir():
         fail(f"--examples {examples}: no such directory", 2)
-    config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
-                             seed=seed, use_grammar=grammar != "off")
+    try:
+        config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
+                                 seed=seed, grammar="none" if grammar == "off" else grammar_kind,
+                                 prompt=prompt, prompt_budget=prompt_budget)
+    except ValueError as exc:
+        fail(str(exc), 2)
     try:
         client = client_from_options(llm, base_url, model, api_key, grammar, record, timeout, retries,
-                                     max_requests, max_total_tokens)
+                                     max_requests, max_total_tokens, concurrency)
     except LLMError as exc:
         fail(str(exc), 2)
     result = None
@@ -265,8 +278,9 @@ def compile_cmd(
         if report is not None and result is not None:
             atomic_write(report, json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
     s = result.stats()
+    constrained = f"yes ({s['grammar']} grammar)" if s["constrained"] else "no"
     summary = (f"{s['attempts']} attempt(s), {s['candidates']} candidate(s), parse rate {s['parse_rate']:.0%}, "
-               f"check rate {s['check_rate']:.0%}, grammar-constrained: {'yes' if s['constrained'] else 'no'}, "
+               f"check rate {s['check_rate']:.0%}, grammar-constrained: {constrained}, {s['prompt']} prompt, "
                f"tokens {s['usage']['prompt_tokens']}+{s['usage']['completion_tokens']} ({s['model']})")
     if not result.ok:
         typer.echo(f"error: {result.failure}", err=True)
@@ -274,7 +288,7 @@ def compile_cmd(
         raise typer.Exit(1)
     if out is not None:
         save_goal_program(result, out)
-    typer.echo(result.text, nl=False)
+    typer.echo(result.text, nl=not result.text.endswith("\n"))
     typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
 
 

@@ -61,7 +61,8 @@ def discover_cmd(
         "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
     llm: Annotated[Optional[str], typer.Option(
-        "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], replay:FILE. Omit with --offline.")] = None,
+        "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], local[:MODEL] (in-process llama.cpp), "
+        "replay:FILE. Omit with --offline.")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="No LLM: mutate seed programs' constants.")] = False,
     base_url: Annotated[Optional[str], typer.Option("--base-url", envvar="SIMPATTERNS_LLM_BASE_URL")] = None,
     model: Annotated[Optional[str], typer.Option("--model", envvar="SIMPATTERNS_LLM_MODEL")] = None,
@@ -83,6 +84,15 @@ def discover_cmd(
         "--self-discovery", help="Labels the LLM may propose after the guided ones.")] = None,
     reasoning: Annotated[Optional[list[Path]], typer.Option(
         "--reasoning", help="Reasoning texts for self-discovery (repeatable).")] = None,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", help="Seconds per LLM request [default: 600 for llama.cpp and in-process models, else 120].",
+        show_default=False)] = None,
+    concurrency: Annotated[Optional[int], typer.Option(
+        "--concurrency", help="LLM requests in flight [default: 1 for llama.cpp and in-process models, "
+        "else --batch].", show_default=False)] = None,
+    prompt: Annotated[Optional[str], typer.Option(
+        "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.",
+        show_default=False)] = None,
     max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens")] = None,
     max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -117,6 +127,14 @@ def discover_cmd(
         cfg.fitness.kind = fitness
     if theta is not None:
         cfg.fitness.theta = theta
+    if prompt is not None:
+        cfg.prompt = prompt
+    if cfg.prompt not in ("auto", "full", "compact"):
+        _fail(f"prompt mode must be auto, full or compact, got {cfg.prompt!r}")
+    if concurrency is not None and concurrency < 1:
+        _fail(f"--concurrency must be >= 1, got {concurrency}")
+    if timeout is not None and timeout <= 0:
+        _fail(f"--timeout must be > 0 seconds, got {timeout:g}")
     try:
         trace_list, traces_id = traces_from_dir(traces)
     except (JobError, TraceFormatError, FileNotFoundError) as exc:
@@ -139,7 +157,10 @@ def discover_cmd(
 
         try:
             client = make_client(llm, base_url=base_url, model=model, transcript=record,
-                                 concurrency=max(1, cfg.batch_size), max_total_tokens=cfg.max_total_tokens)
+                                 concurrency="auto" if concurrency is None else concurrency,
+                                 default_concurrency=max(1, cfg.batch_size),
+                                 timeout_s="auto" if timeout is None else timeout,
+                                 max_total_tokens=cfg.max_total_tokens)
         except LLMError as exc:
             _fail(str(exc))
         proposer = LLMProposer(client, temperature=cfg.llm_temperature, max_tokens=cfg.llm_max_tokens)

@@ -61,6 +61,7 @@ from simpatterns.evolve.runlog import RunLog
 from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
 from simpatterns.files import atomic_write_json
+from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.sandbox.distributed import ExecutorSandbox, open_sandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
@@ -113,6 +114,7 @@ class DiscoveryJob:
         self._D_T: np.ndarray | None = None
         self._salience: TraceSalience | None = None
         self._api = trace_api()
+        self._compact = resolve_prompt_mode(self.config.prompt, getattr(self.proposer, "client", None)) == "compact"
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
         self._rounds_since_snapshot = 0
@@ -306,7 +308,8 @@ class DiscoveryJob:
         cfg = self.config
         self._fitness_for(cur.spec.label)  # built here, not concurrently in the evaluator threads
         batch = min(cfg.batch_size, cfg.samples_per_label - cur.samples)
-        items = plan_round(self.state, cur, batch, self.lib.prompt_info(cur.spec), self._api)
+        items = plan_round(self.state, cur, batch, self.lib.prompt_info(cur.spec), self._api,
+                           compact=self._compact)
         await run_round(items, cur.spec, self.proposer, self.evaluator, executor, cfg)
         records: list[Record] = [sample_record(cur, it) for it in items]
         records.append(RoundEnd(cur.spec.label, cur.round, self._elapsed(), self.state.tokens))

@@ -121,6 +121,16 @@ def trace_api() -> str:
     return "\n".join(lines)
 
 
+# The compact prompt's trace API (small local models): the members most detectors use.
+COMPACT_API = """trace.names: body names; trace.num_frames (T), trace.num_bodies (N), trace.dt (seconds per frame)
+trace.position[T, N, D], trace.velocity[T, N, D], trace.angle[T, N]: numpy arrays (D = trace.dim: 2, 3 for MuJoCo)
+trace.contact_frame[K], trace.contact_a[K], trace.contact_b[K]: one row per touching pair per frame
+trace.speed(body) -> [T]; trace.pair_touching(a, b) -> bool [T]; trace.body_index(name) -> int
+trace.dynamic_mask -> bool [N]; events[label] -> [(frame, params), ...] for the patterns in DEPENDS"""
+COMPACT_VERSIONS = 1  # earlier versions shown in a compact prompt (the best)
+COMPACT_PATTERNS = 6  # readable patterns listed in a compact prompt
+
+
 def _first_paragraph(obj: Any) -> str:
     doc = inspect.getdoc(obj) or ""
     return " ".join(doc.split("\n\n")[0].split())
@@ -187,36 +197,48 @@ def build_prompt(
     library_info: dict[str, dict[str, Any]],
     feedback: Sequence[dict[str, str]] = (),
     api_text: str | None = None,
+    compact: bool = False,
 ) -> Prompt:
     """``versions`` ascending by fitness; ``library_info[label]`` has
-    ``description``, ``params`` and (for listed dependencies) ``source``."""
+    ``description``, ``params`` and (for listed dependencies) ``source``.
+
+    ``compact`` (small local models): a short trace API (`COMPACT_API`), only
+    the best earlier version, readable patterns by name and params only (at
+    most `COMPACT_PATTERNS`, no sources), one line of feedback."""
     if not versions:
         raise ValueError("a prompt needs at least one earlier version")
+    if compact:
+        versions = list(versions)[-COMPACT_VERSIONS:]
     k = len(versions)
     parts = [
         f"Pattern to detect: {spec.label!r}",
         f"Description: {spec.description}",
         "",
         "The trace API (argument `trace`):",
-        api_text if api_text is not None else trace_api(),
+        COMPACT_API if compact else (api_text if api_text is not None else trace_api()),
         "",
     ]
     readable = sorted(library_info) if spec.depends is None else [d for d in spec.depends if d in library_info]
+    if compact:
+        readable = readable[:COMPACT_PATTERNS]
     if readable:
         parts.append("Patterns whose events the detector may read (list them in DEPENDS; "
                      "events[label] is [(frame, params), ...] sorted by frame):")
         for lab in readable:
             info = library_info[lab]
-            parts.append(f"- {lab!r}: {info['description']} params={info['params']}")
+            about = "" if compact else f" {info['description']}"
+            parts.append(f"- {lab!r}:{about} params={info['params']}")
         for lab in readable:
             src = library_info[lab].get("source")
-            if src and spec.depends is not None:
+            if src and spec.depends is not None and not compact:
                 parts.append(f"\nDetector of {lab!r}:\n```python\n{src.strip()}\n```")
         parts.append("")
     if feedback:
         parts.append("Recent attempts were rejected; avoid these problems:")
         seen = set()
         for fb in reversed(list(feedback)):
+            if compact and seen:
+                break
             code = fb.get("code", "")
             if code in seen:
                 continue

@@ -96,8 +96,8 @@ class RoundItem:
 
 
 def plan_round(state: JobState, cur: LabelState, batch: int, library_info: dict[str, dict[str, Any]],
-               api_text: str) -> list[RoundItem]:
-    """The round's prompts, all from the database as it is now."""
+               api_text: str, compact: bool = False) -> list[RoundItem]:
+    """The round's prompts, all from the database as it is now (``compact``: for small models)."""
     items: list[RoundItem] = []
     for k in range(batch):
         rng = state.rng(cur.index, cur.round, k, PROMPT_STREAM)
@@ -106,7 +106,7 @@ def plan_round(state: JobState, cur: LabelState, batch: int, library_info: dict[
         versions = [Version(p.source, p.fitness if p.parts.get("rejected") is None else None, p.id, p.declared())
                     for p in progs]
         prompt = build_prompt(cur.spec, versions, island, cur.db.epoch(island), library_info,
-                              cur.db.feedback(island), api_text)
+                              cur.db.feedback(island), api_text, compact=compact)
         seed = int(state.rng(cur.index, cur.round, k, PROPOSE_STREAM).integers(2**31 - 1))
         items.append(RoundItem(k, cur.samples + k, island, cur.db.epoch(island), versions, prompt, seed))
     return items

@@ -61,6 +61,25 @@ class Backend:
         raise NotImplementedError
 
     @property
+    def server_kind(self) -> str:
+        """What answers: ``vllm``, ``llama.cpp`` (a server), ``local`` (in-process llama.cpp),
+        ``hosted`` (any other OpenAI-compatible API) or ``unknown``."""
+        return "unknown"
+
+    @property
+    def prefers_compact_prompts(self) -> bool:
+        """Small local models: short prompts (see `resolve_prompt_mode`)."""
+        return self.server_kind in ("local", "llama.cpp")
+
+    def recommended_concurrency(self) -> int | None:
+        """Requests worth keeping in flight (None: no opinion); a llama.cpp server answers one at a time."""
+        return None
+
+    def recommended_timeout(self) -> float | None:
+        """Seconds per attempt when the user sets none; local models are slow to answer."""
+        return 600.0 if self.server_kind in ("local", "llama.cpp") else 120.0
+
+    @property
     def grammar_enabled(self) -> bool:
         return False
 
@@ -168,29 +187,51 @@ class Budget:
         }
 
 
+AUTO = "auto"
+DEFAULT_CONCURRENCY = 8
+PROMPT_MODES = ("auto", "full", "compact")
+
+
+def resolve_prompt_mode(mode: str, client: Any) -> str:
+    """``full`` or ``compact`` for a prompt-building caller (reward synthesis, discovery,
+    evaluations): ``auto`` is compact when the client prefers it (small local models)."""
+    if mode not in PROMPT_MODES:
+        raise ValueError(f"prompt mode must be one of {PROMPT_MODES}, got {mode!r}")
+    if mode != AUTO:
+        return mode
+    return "compact" if getattr(client, "prefers_compact_prompts", False) else "full"
+
+
 class LLMClient:
     """Sends batches of `ChatRequest`s through a `Backend`.
 
     ``concurrency`` bounds requests in flight (threads for `complete`, an
-    asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt;
-    ``transcript`` (a path) records every attempt as a JSONL line.
+    asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt
+    (None: no limit); ``transcript`` (a path) records every attempt as a
+    JSONL line. Either may be ``"auto"``: what the server wants (one request
+    at a time and 600 s for llama.cpp and in-process models; else
+    ``default_concurrency`` and 120 s), decided on first use.
     """
 
     def __init__(
         self,
         backend: Backend,
         *,
-        concurrency: int = 8,
-        timeout_s: float | None = 120.0,
+        concurrency: int | str = AUTO,
+        timeout_s: float | None | str = AUTO,
         retry: RetryPolicy | None = None,
         budget: Budget | None = None,
         transcript: str | Path | None = None,
+        default_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("LLMClient.concurrency must be >= 1")
+        if concurrency != AUTO and (not isinstance(concurrency, int) or concurrency < 1):
+            raise ValueError(f"LLMClient.concurrency must be >= 1 or 'auto', got {concurrency!r}")
+        if timeout_s not in (AUTO, None) and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
+            raise ValueError(f"LLMClient.timeout_s must be > 0, None or 'auto', got {timeout_s!r}")
         self.backend = backend
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
+        self._concurrency = concurrency
+        self._default_concurrency = max(1, int(default_concurrency))
+        self._timeout = timeout_s
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
         self.transcript_path = Path(transcript) if transcript is not None else None
@@ -207,6 +248,28 @@ class LLMClient:
     @property
     def model(self) -> str:
         return self.backend.model
+
+    @property
+    def concurrency(self) -> int:
+        if self._concurrency == AUTO:
+            ask = getattr(self.backend, "recommended_concurrency", None)  # duck-typed backends may lack it
+            self._concurrency = (ask() if ask else None) or self._default_concurrency
+        return int(self._concurrency)
+
+    @property
+    def timeout_s(self) -> float | None:
+        if self._timeout == AUTO:
+            ask = getattr(self.backend, "recommended_timeout", None)
+            self._timeout = ask() if ask else 120.0
+        return self._timeout  # type: ignore[return-value]
+
+    @property
+    def prefers_compact_prompts(self) -> bool:
+        return bool(getattr(self.backend, "prefers_compact_prompts", False))
+
+    @property
+    def server_kind(self) -> str:
+        return str(getattr(self.backend, "server_kind", "unknown"))
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
@@ -240,6 +303,8 @@ class LLMClient:
         if self.backend.supports_batch:
             results = await asyncio.to_thread(self._complete_batch, requests)
             return self._finish(results, return_exceptions)
+        if self._concurrency == AUTO or self._timeout == AUTO:  # may ask the server: off the event loop
+            await asyncio.to_thread(lambda: (self.concurrency, self.timeout_s))
         sem = asyncio.Semaphore(self.concurrency)
 
         async def one(r: ChatRequest) -> Any:
@@ -258,6 +323,7 @@ class LLMClient:
     def stats(self) -> dict[str, Any]:
         return {
             "backend": self.backend.name,
+            "server": self.server_kind,
             "model": self.model,
             "attempts_sent": self.attempts_sent,
             "retries": self.retries,
@@ -340,6 +406,7 @@ class LLMClient:
             return
         record: dict[str, Any] = {
             "backend": self.backend.name,
+            "server": self.server_kind,
             "model": completion.model if completion is not None and completion.model else self.backend.model,
             "prompt_hash": request.prompt_hash,
             "attempt": attempt,
