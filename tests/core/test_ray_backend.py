@@ -12,6 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from simpatterns.annotate.annotator import annotate_many  # noqa: E402
+from simpatterns.annotation import Annotation  # noqa: E402
 from simpatterns.detectors.library import PatternLibrary  # noqa: E402
 from simpatterns.evolve.config import EvolveConfig  # noqa: E402
 from simpatterns.evolve.discovery import DiscoveryJob  # noqa: E402
@@ -159,3 +160,23 @@ def test_a_small_discovery_on_ray_equals_the_local_one(datasets, tmp_path):
     if a.accepted:
         assert (PatternLibrary.load(tmp_path / "lib-local").get("high energy impact").source
                 == PatternLibrary.load(tmp_path / "lib-ray").get("high energy impact").source)
+
+
+def test_the_annotate_command_on_ray_writes_what_the_local_pool_writes(datasets, tmp_path):
+    from typer.testing import CliRunner
+
+    from simpatterns.cli import app
+
+    _, (local, _), _ = datasets
+    runner = CliRunner()
+    outs = {}
+    for name, extra in (("local", ["-j", "2"]), ("ray", ["-j", "2", "--executor", "ray"])):
+        outs[name] = tmp_path / name
+        res = runner.invoke(app, ["annotate", str(local), "--out", str(outs[name]), *extra])
+        assert res.exit_code == 0, res.output
+    files = sorted(p.name for p in outs["local"].glob("*.annotation.jsonl"))
+    assert len(files) == 12
+    for f in files:  # the same events (the files also hold wall-clock timings)
+        assert Annotation.load(outs["local"] / f).equals(Annotation.load(outs["ray"] / f))
+    res = runner.invoke(app, ["annotate", str(local), "--executor", "dask"])
+    assert res.exit_code == 2 and "--executor must be one of local, ray" in res.output
