@@ -1,6 +1,7 @@
 """The Ray backend on a local cluster (``ray.init(num_cpus=2)``): dataset generation,
-annotation and a small discovery give the same results as the local pool, and the
-parallel-map seam behaves the same on both backends."""
+annotation (library and command), a small discovery and Q&A generation give the same
+results as the local pool, and the parallel-map seam behaves the same on both backends.
+Skipped where Ray is not installed (it is the optional ``ray`` extra)."""
 
 from __future__ import annotations
 
@@ -180,3 +181,15 @@ def test_the_annotate_command_on_ray_writes_what_the_local_pool_writes(datasets,
         assert Annotation.load(outs["local"] / f).equals(Annotation.load(outs["ray"] / f))
     res = runner.invoke(app, ["annotate", str(local), "--executor", "dask"])
     assert res.exit_code == 2 and "--executor must be one of local, ray" in res.output
+
+
+def test_qa_generation_on_ray_equals_the_local_one(cluster, tmp_path):
+    from simpatterns.qa.generate import GenerateConfig, generate_dataset
+
+    cfg = GenerateConfig(scenes=3, seed=4, stable_check=False, question_templates=(1, 5, 18, 22, 27))
+    lib = PatternLibrary.builtin()
+    here = generate_dataset(tmp_path / "local", cfg, lib, workers=1)
+    with use_backend("ray"):
+        there = generate_dataset(tmp_path / "ray", cfg, lib, workers=2)
+    assert here and len(here) == len(there)
+    assert (tmp_path / "local" / "questions.jsonl").read_bytes() == (tmp_path / "ray" / "questions.jsonl").read_bytes()
