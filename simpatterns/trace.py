@@ -149,6 +149,12 @@ _ARRAY_FIELDS = (
 )
 # arrays only some traces have (None otherwise): 3D orientation
 _OPTIONAL_ARRAY_FIELDS = ("quaternion",)
+_ALL_ARRAY_FIELDS = _ARRAY_FIELDS + _OPTIONAL_ARRAY_FIELDS
+_INDEX_FIELDS = frozenset({"contact_frame", "contact_a", "contact_b"})  # integers; every other array is float
+# What a trace file may declare, checked before anything is read: a file cannot make the
+# loader allocate more than this (PHYRE traces take ~100 KB, a long 3D rope a few MB).
+MAX_TRACE_BYTES = 256 << 20
+MAX_HEADER_BYTES = 16 << 20
 
 
 @dataclass
@@ -358,16 +364,27 @@ class Trace:
 
     @staticmethod
     def from_bytes(raw: bytes, source: str = "<bytes>") -> "Trace":
+        """Parse a trace file's bytes. Every array's declared dtype and shape are checked
+        against the format (and its size against `MAX_TRACE_BYTES`) before any is read,
+        and the values (`validate`) before the trace is returned."""
         try:
             npz = _NpzArrays(raw)
-            files = set(npz.files)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
             raise TraceFormatError(
                 f"{source}: not a simpatterns trace (.npz could not be opened: {exc}); "
                 "the file may be truncated or of another format"
             ) from exc
+        return Trace._from_npz(npz, source)
+
+    @staticmethod
+    def _from_npz(npz: Any, source: str) -> "Trace":
+        files = set(npz.files)
         if "header" not in files:
             raise TraceFormatError(f"{source}: .npz has no 'header' entry; not a simpatterns trace")
+        declared = {n: _declared(npz, n, source) for n in files if n == "header" or n in _ALL_ARRAY_FIELDS}
+        shape, dtype = declared["header"]
+        if dtype != np.uint8 or len(shape) != 1 or shape[0] > MAX_HEADER_BYTES:
+            raise TraceFormatError(f"{source}: field 'header' must be at most {MAX_HEADER_BYTES} bytes of JSON")
         try:
             header = json.loads(npz["header"].tobytes().decode())
         except Exception as exc:  # zlib / json / unicode errors from a damaged file
@@ -386,23 +403,37 @@ class Trace:
         missing = [n for n in _ARRAY_FIELDS if n not in files]
         if missing:
             raise TraceFormatError(f"{source}: missing arrays {missing}")
+        bodies = _header_list(header, "bodies", source)
         try:
-            arrays = {n: npz[n] for n in _ARRAY_FIELDS}
-            arrays.update({n: npz[n] for n in _OPTIONAL_ARRAY_FIELDS if n in files})
+            bodies = [Body.from_json(b) for b in bodies]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TraceFormatError(f"{source}: header field 'bodies' is malformed ({exc!r})") from exc
+        _check_declared(declared, len(bodies), source)
+        try:
+            arrays = {n: npz[n] for n in _ALL_ARRAY_FIELDS if n in files}
         except Exception as exc:
             raise TraceFormatError(f"{source}: array data is corrupt ({exc})") from exc
         try:
-            bodies = [Body.from_json(b) for b in header["bodies"]]
-            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in header["events"]]
-            trace = Trace(bodies=bodies, events=events, meta=dict(header["meta"]), **arrays)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceFormatError(f"{source}: header field is malformed ({exc!r})") from exc
+            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in _header_list(header, "events", source)]
+        except (TypeError, ValueError) as exc:
+            raise TraceFormatError(f"{source}: header field 'events' is malformed ({exc!r})") from exc
+        meta = header.get("meta")
+        if not isinstance(meta, dict):
+            raise TraceFormatError(f"{source}: header field 'meta' is {type(meta).__name__}, expected an object")
+        try:
+            trace = Trace(bodies=bodies, events=events, meta=meta, **arrays)
+        except ValueError as exc:  # repeated body names
+            raise TraceFormatError(f"{source}: header field 'bodies': {exc}") from exc
         trace.validate(source)
         return trace
 
     def validate(self, source: str = "<trace>") -> None:
-        """Check array shapes agree; raises `TraceFormatError` naming the field."""
+        """Check the arrays against the format: shapes agree, dtypes, finite values, time
+        increasing, contact rows and event frames in range; raises `TraceFormatError`
+        naming the field."""
         T, N = self.num_frames, self.num_bodies
+        if self.time.ndim != 1 or T < 1:
+            raise TraceFormatError(f"{source}: field 'time' has shape {self.time.shape}, expected (T,) with T >= 1")
         if self.position.ndim != 3 or self.position.shape[2] not in (2, 3):
             raise TraceFormatError(
                 f"{source}: field 'position' has shape {self.position.shape}, expected (T, N, 2) or (T, N, 3)"
@@ -429,13 +460,34 @@ class Trace:
             if arr.ndim != 2 or arr.shape[1] != D:
                 raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected (K, {D})")
         K = self.contact_frame.shape[0]
-        for name in ("contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
-            if getattr(self, name).shape[0] != K:
-                raise TraceFormatError(f"{source}: field {name!r} has {getattr(self, name).shape[0]} rows, expected {K}")
+        for name in ("contact_frame", "contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
+            arr = getattr(self, name)
+            if arr.ndim != (2 if name in ("contact_point", "contact_normal") else 1) or arr.shape[0] != K:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected {K} rows")
+        for name in _ALL_ARRAY_FIELDS:
+            arr = getattr(self, name)
+            if arr is None:
+                continue
+            kind = "iu" if name in _INDEX_FIELDS else "f"
+            if arr.dtype.kind not in kind:
+                raise TraceFormatError(f"{source}: field {name!r} has dtype {arr.dtype}, expected "
+                                       f"{'integers' if name in _INDEX_FIELDS else 'floating point'}")
+            if kind == "f" and arr.size and not np.isfinite(arr).all():
+                bad = np.argwhere(~np.isfinite(arr))[0]
+                raise TraceFormatError(f"{source}: field {name!r} has a non-finite value at {tuple(int(i) for i in bad)}")
+        if T > 1 and not (np.diff(self.time) > 0).all():
+            i = int(np.flatnonzero(np.diff(self.time) <= 0)[0]) + 1
+            raise TraceFormatError(f"{source}: field 'time' does not increase at frame {i}")
         if K and (self.contact_frame.min() < 0 or self.contact_frame.max() >= T):
             raise TraceFormatError(f"{source}: field 'contact_frame' indexes outside [0, {T})")
-        if K and max(self.contact_a.max(), self.contact_b.max()) >= N:
-            raise TraceFormatError(f"{source}: contact body index outside [0, {N})")
+        for name in ("contact_a", "contact_b"):
+            arr = getattr(self, name)
+            if K and (arr.min() < 0 or arr.max() >= N):
+                raise TraceFormatError(f"{source}: field {name!r} has a body index outside [0, {N})")
+        for i, ev in enumerate(self.events):
+            if not 0 <= ev.frame < T:
+                raise TraceFormatError(f"{source}: header field 'events' entry {i} has frame {ev.frame}, "
+                                       f"outside [0, {T})")
 
     def __eq__(self, other: object) -> bool:
         # `equals`, so that ``==`` works on traces (e.g. in an env's info, which Gymnasium compares)
@@ -461,59 +513,98 @@ class Trace:
 
 
 _NPY_HEADER = re.compile(
-    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': False, 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (False|True), 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+_NPY_MAX_HEADER = 1 << 20  # numpy writes headers of a few hundred bytes
+
+
+@dataclass(frozen=True)
+class _Member:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran: bool
+    start: int  # where the data begins in the decompressed member
+    nbytes: int  # what the header declares
 
 
 class _NpzArrays:
-    """The arrays of an ``.npz`` held in memory, read the way ``np.load`` reads them but
+    """The arrays of an ``.npz`` held in memory, read as ``np.load`` reads them but
     without its per-array costs (a ZipExtFile per member, ``ast.literal_eval`` of each
-    header): each member is one ``zlib`` call and a regex, CRC-checked. Anything else
-    (Fortran order, structured dtypes, other compression) goes through ``np.load``."""
+    header): `declared` decompresses only a member's .npy header, and a member's data
+    is one ``zlib`` call that stops at the size its header declares (so a small file
+    cannot expand into more than it declared), CRC-checked."""
 
     def __init__(self, raw: bytes):
         self._raw = raw
         zf = zipfile.ZipFile(io.BytesIO(raw))
         self._info = {i.filename[:-4] if i.filename.endswith(".npy") else i.filename: i for i in zf.infolist()}
         self.files = list(self._info)
-        self._npz: Any = None
+        self._members: dict[str, _Member] = {}
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def _body(self, name: str) -> tuple[zipfile.ZipInfo, bytes]:
         info = self._info[name]
         start = info.header_offset
         if self._raw[start:start + 4] != b"PK\x03\x04":
             raise zipfile.BadZipFile(f"bad local header of {info.filename}")
         name_len, extra_len = struct.unpack("<HH", self._raw[start + 26:start + 30])
         begin = start + 30 + name_len + extra_len
-        body = self._raw[begin:begin + info.compress_size]
-        if info.compress_type == zipfile.ZIP_DEFLATED:
-            data = zlib.decompress(body, -15)
-        elif info.compress_type == zipfile.ZIP_STORED:
-            data = body
-        else:
-            return self._fallback(name)
-        if zlib.crc32(data) != info.CRC or len(data) != info.file_size:
-            raise zipfile.BadZipFile(f"bad CRC or size of {info.filename}")
-        if data[:6] != b"\x93NUMPY":
-            raise ValueError(f"{info.filename} is not a .npy array")
-        if data[6] == 1:
-            (hlen,), hstart = struct.unpack("<H", data[8:10]), 10
-        else:
-            (hlen,), hstart = struct.unpack("<I", data[8:12]), 12
-        m = _NPY_HEADER.match(data[hstart:hstart + hlen].decode("latin1"))
-        if m is None:
-            return self._fallback(name)
-        dtype = np.dtype(m.group(1))
-        if dtype.hasobject:
-            raise ValueError(f"{info.filename} holds Python objects")
-        shape = tuple(int(x) for x in m.group(2).replace(" ", "").split(",") if x)
-        count = math.prod(shape)
-        # a writable array of its own (np.load's are too); bytearray -> no second copy
-        return np.frombuffer(bytearray(data[hstart + hlen:]), dtype=dtype, count=count).reshape(shape)
+        if info.compress_type not in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED):
+            raise ValueError(f"{info.filename} uses an unsupported compression ({info.compress_type})")
+        return info, self._raw[begin:begin + info.compress_size]
 
-    def _fallback(self, name: str) -> np.ndarray:
-        if self._npz is None:
-            self._npz = np.load(io.BytesIO(self._raw), allow_pickle=False)
-        return self._npz[name]
+    @staticmethod
+    def _inflate(info: zipfile.ZipInfo, body: bytes, limit: int) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of the member, and whether that is all of it."""
+        if info.compress_type == zipfile.ZIP_STORED:
+            return body[:limit], len(body) <= limit
+        d = zlib.decompressobj(-15)
+        data = d.decompress(body, limit)
+        return data, d.eof and not d.unconsumed_tail
+
+    def declared(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype from the member's .npy header (only the header is inflated)."""
+        if name not in self._members:
+            info, body = self._body(name)
+            head, _ = self._inflate(info, body, 12)
+            if head[:6] != b"\x93NUMPY" or len(head) < 12:
+                raise ValueError(f"{info.filename} is not a .npy array")
+            if head[6] == 1:
+                (hlen,), hstart = struct.unpack("<H", head[8:10]), 10
+            else:
+                (hlen,), hstart = struct.unpack("<I", head[8:12]), 12
+            if hlen > _NPY_MAX_HEADER:
+                raise ValueError(f"{info.filename} has a {hlen}-byte .npy header")
+            head, _ = self._inflate(info, body, hstart + hlen)
+            m = _NPY_HEADER.match(head[hstart:hstart + hlen].decode("latin1"))
+            if m is not None:
+                dtype, fortran = np.dtype(m.group(1)), m.group(2) == "True"
+                shape = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+            else:  # an unusual header (structured dtype, ...): numpy parses it, still only the header
+                fh = io.BytesIO(head)
+                version = np.lib.format.read_magic(fh)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, fortran, dtype = read(fh)
+                shape = tuple(int(n) for n in shape)
+            count = math.prod(shape)
+            self._members[name] = _Member(shape, dtype, bool(fortran), hstart + hlen, count * dtype.itemsize)
+        m = self._members[name]
+        return m.shape, m.dtype
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        self.declared(name)
+        m = self._members[name]
+        if m.dtype.hasobject:
+            raise ValueError(f"{name} holds Python objects")
+        info, body = self._body(name)
+        data, complete = self._inflate(info, body, m.start + m.nbytes)
+        if len(data) < m.start + m.nbytes:
+            raise ValueError(f"{info.filename} holds less data than its header declares")
+        if not complete:
+            raise ValueError(f"{info.filename} holds more data than its header declares")
+        if zlib.crc32(data) != info.CRC:
+            raise zipfile.BadZipFile(f"bad CRC of {info.filename}")
+        # a writable array of its own (np.load's are too); bytearray -> no second copy
+        flat = np.frombuffer(bytearray(data[m.start:]), dtype=m.dtype, count=math.prod(m.shape))
+        return flat.reshape(m.shape, order="F" if m.fortran else "C")
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -581,3 +672,43 @@ def collision_events(
         RawEvent(kind, frame, {"object_a": names[key // n], "object_b": names[key % n]})
         for frame, key, kind in events
     ]
+
+
+def _declared(npz: "_NpzArrays", name: str, source: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype an .npz member declares in its .npy header (nothing else is read)."""
+    try:
+        shape, dtype = npz.declared(name)
+    except Exception as exc:  # noqa: BLE001 - any damage to the member is this field's error
+        raise TraceFormatError(f"{source}: field {name!r} is not a readable array ({exc})") from exc
+    if dtype.hasobject or dtype.fields is not None:
+        raise TraceFormatError(f"{source}: field {name!r} has dtype {dtype}, expected plain numbers")
+    return shape, dtype
+
+
+def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bodies: int, source: str) -> None:
+    """Shapes agree with the header's bodies and the time axis, and the sizes with
+    `MAX_TRACE_BYTES`, before any array is read."""
+    total = 0
+    for name, (shape, dtype) in declared.items():
+        if name == "header":
+            continue
+        if any(n < 0 for n in shape):
+            raise TraceFormatError(f"{source}: field {name!r} declares shape {shape}")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{source}: field {name!r} declares {nbytes} bytes, more than a trace may "
+                                   f"hold ({MAX_TRACE_BYTES})")
+        total += nbytes
+    if total > MAX_TRACE_BYTES:
+        raise TraceFormatError(f"{source}: arrays declare {total} bytes, more than a trace may hold ({MAX_TRACE_BYTES})")
+    (time_shape, _), (pos_shape, _) = declared["time"], declared["position"]
+    if len(pos_shape) != 3 or pos_shape[:2] != (time_shape[0] if time_shape else -1, n_bodies):
+        raise TraceFormatError(f"{source}: field 'position' declares shape {pos_shape}, expected "
+                               f"(T={time_shape[0] if time_shape else '?'}, N={n_bodies}, D) for the header's bodies")
+
+
+def _header_list(header: dict[str, Any], key: str, source: str) -> list[Any]:
+    value = header.get(key)
+    if not isinstance(value, list):
+        raise TraceFormatError(f"{source}: header field {key!r} is {type(value).__name__}, expected a list")
+    return value

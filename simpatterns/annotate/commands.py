@@ -31,12 +31,19 @@ def annotate_cmd(
              "code gets this process's files, network and credentials; only for code you have read"),
     sandbox_timeout: float = typer.Option(
         10.0, "--sandbox-timeout", min=0.1, help="seconds per trace an untrusted detector may run in the sandbox"),
+    unsafe_sandbox: bool = typer.Option(
+        False, "--unsafe-sandbox",
+        help="run untrusted detectors even where this machine cannot give the sandbox its stated minimum "
+             "(namespaces and seccomp; see docs/sandbox.md)"),
 ) -> None:
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
     from simpatterns.parallel import ProgressBar
+    from simpatterns.sandbox.pool import allow_unsafe
 
+    if unsafe_sandbox:
+        allow_unsafe()
     try:
         files = trace_files(source)
     except FileNotFoundError as exc:
@@ -69,7 +76,7 @@ def annotate_cmd(
             else:
                 console.print(f"[yellow]{what}[/yellow] {escape(message)}")
 
-        for i, ann in done:  # written as each trace is done, so an interrupted run keeps them
+        for i, ann in _refusal_exits(done):  # written as each is done, so an interrupted run keeps them
             bar.advance()
             file = files[i]
             dest_dir = (out / file.parent.relative_to(root)) if out else file.parent
@@ -104,6 +111,17 @@ def annotate_cmd(
     console.print(f"annotations -> {where}")
     if n_bad or n_failed:
         raise typer.Exit(1)
+
+
+def _refusal_exits(done):
+    """The annotations as they come; exit 2 with its one line if the sandbox refuses this machine."""
+    from simpatterns.sandbox.pool import SandboxRefused
+
+    try:
+        yield from done
+    except SandboxRefused as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2)
 
 
 def _write_failed(dest_dir: Path, exc: OSError) -> None:

@@ -226,12 +226,18 @@ class Checker:
         self.body_refs: list[BodyRef] = []  # every body the program names, for later scenes
 
     def report(self, code, message, span, suggestions=(), hint=""):
+        if len(self.errors) >= MAX_ERRORS:
+            raise _TooManyErrors(span)
         self.errors.append(error_at(code, message, span, self.program.source, self.program.filename,
                                     suggestions=suggestions, hint=hint))
 
     # ------------------------------------------------------------ structure
     def run(self) -> list[DSLError]:
-        self.clause(self.program.root, "the program")
+        try:
+            self.clause(self.program.root, "the program")
+        except _TooManyErrors as stop:  # each error costs a snippet and suggestions: bounded work
+            self.errors.append(error_at("too-many-errors", f"more than {MAX_ERRORS} errors; the check stopped here",
+                                        stop.span, self.program.source, self.program.filename))
         return self.errors
 
     def clause(self, node, where: str) -> None:
@@ -429,6 +435,15 @@ class Checker:
             self.report("unknown-body", f'{where}: unknown body "{node.value}"', node.span,
                         suggestions=[f'"{s}"' for s in close_matches(node.value, self.bodies or [])],
                         hint=f"bodies in this scene: {_listing(self.bodies or [])}")
+
+
+MAX_ERRORS = 50  # a program with more is not read further (checking time stays linear in its size)
+
+
+class _TooManyErrors(Exception):
+    def __init__(self, span) -> None:
+        super().__init__("too many errors")
+        self.span = span
 
 
 def check(program: Program | str, signatures: Any = None, bodies: Sequence[str] | None = None) -> list[DSLError]:

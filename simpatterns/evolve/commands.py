@@ -96,6 +96,9 @@ def discover_cmd(
     max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens")] = None,
     max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    unsafe_sandbox: Annotated[bool, typer.Option(
+        "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
+        "stated minimum (namespaces and seccomp; see docs/sandbox.md).")] = False,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
     from simpatterns.detectors.library import LibraryError, resolve_library
@@ -103,11 +106,13 @@ def discover_cmd(
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.sandbox.pool import SandboxError
+    from simpatterns.sandbox.pool import SandboxError, allow_unsafe
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
         _fail("give exactly one of --llm SPEC or --offline")
+    if unsafe_sandbox:
+        allow_unsafe()
     try:
         specs, evolve_table = load_labels(labels)
         overrides = dict(evolve_table)
@@ -191,6 +196,7 @@ def discover_cmd(
     accepted = sum(1 for r in job.state.done if r.accepted)
     console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
                   f"simpatterns evolve report {escape(str(rdir))}")
+    console.print(f"stopped: {escape(job.stop_reason)}", soft_wrap=True)  # the last line: which budget ended it
 
 
 @evolve_app.command("report")

@@ -16,6 +16,7 @@ how many programs the island had.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import inspect
 import json
@@ -87,7 +88,7 @@ class Prompt:
     @property
     def prompt_hash(self) -> str:
         blob = json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]  # total on any text
 
     @property
     def function_name(self) -> str:
@@ -302,7 +303,15 @@ def _fitting(declared: dict[str, Any], params: list[str]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------- parsing
-_FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+# Every pattern here runs in time linear in the answer: no two adjacent quantifiers over the
+# same characters (``[ \t]*(?:py)?[ \t]*`` is quadratic on a run of spaces), and no ``^\s*``
+# under re.M (each of N blank lines would rescan the N after it).
+MAX_ANSWER_CHARS = 200_000  # an answer longer than this is rejected before any scanning
+_FENCE = re.compile(r"```(?:[ \t]*(?:python|py))?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_DEFINES_DETECT = re.compile(r"^[ \t]*def[ \t]+detect", re.M)
+_DEFINES_FUNCTION = re.compile(r"^[ \t]*def[ \t]+\w+[ \t]*\(", re.M)
+_DEFINES_CONSTANT = re.compile(r"^[A-Z_]+[ \t]*=", re.M)
+_BREAK = re.compile(r"\r\n|\r|\n")
 _VERSION = re.compile(r"detect_v\d+")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # a line with its break, as the parser counts them
 
@@ -313,7 +322,7 @@ def extract_code(text: str) -> str:
     blocks = [m.group(1) for m in _FENCE.finditer(text)]
     if not blocks:
         return text
-    with_def = [b for b in blocks if re.search(r"^\s*def\s+detect", b, re.M)]
+    with_def = [b for b in blocks if _DEFINES_DETECT.search(b)]
     return max(with_def or blocks, key=len)
 
 
@@ -339,11 +348,13 @@ def _assemble(text: str, prompt: Prompt, spec: LabelSpec) -> tuple[str, ast.Modu
     An answer with two top-level statements on one line (copied once per
     statement) is the exception: its module is parsed again.
     """
+    if len(text) > MAX_ANSWER_CHARS:
+        raise Rejected(R.TOO_LONG, f"answer of {len(text)} characters, limit {MAX_ANSWER_CHARS}")
     code = extract_code(text).replace("\t", "    ")
     want = prompt.function_name
     if not code.strip():
         raise Rejected(R.NO_FUNCTION, "empty answer")
-    if not re.search(r"^\s*def\s+\w+\s*\(", code, re.M) and not re.search(r"^[A-Z_]+\s*=", code, re.M):
+    if not _DEFINES_FUNCTION.search(code) and not _DEFINES_CONSTANT.search(code):
         code = _from_body(code, prompt, spec)
     code, tree, keep = _read_answer(code, want)
     lines = _LINE.findall(code)
@@ -421,7 +432,8 @@ def _read_answer(code: str, want: str) -> tuple[str, ast.Module, list[ast.stmt]]
     defines ``want`` at the top level, ``want`` is renamed to ``detect`` (every name
     token, comments and strings untouched) before the parse; the function to keep is
     then the renamed one, and other ``detect``/``detect_v*`` functions are dropped."""
-    starts = {_line_at(code, m.start()) for m in _def_pattern(want).finditer(code)}
+    offsets = [m.start() for m in _def_pattern(want).finditer(code)]
+    starts = set(_lines_at(code, offsets))
     if starts:
         renamed = rename_name(code, want, "detect")
         tree = _parse_or_reject(renamed, code)
@@ -449,8 +461,12 @@ def _def_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?:\A|(?<=[\r\n]))def[^\S\r\n]+{re.escape(name)}[^\S\r\n]*\(")
 
 
-def _line_at(code: str, offset: int) -> int:
-    return len(re.findall(r"\r\n|\r|\n", code[:offset])) + 1
+def _lines_at(code: str, offsets: list[int]) -> list[int]:
+    """The 1-based line of each offset, in one pass over the code (not one per offset)."""
+    if not offsets:
+        return []
+    breaks = [m.end() for m in _BREAK.finditer(code, 0, max(offsets))]
+    return [bisect.bisect_right(breaks, off) + 1 for off in offsets]
 
 
 def _parse(source: str) -> ast.Module:
