@@ -20,7 +20,7 @@ from simpatterns.detectors.contract import Candidate, Detector
 from simpatterns.parallel import Backend, WorkerSetup, default_backend, make_executor
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.limits import SandboxLimits
-from simpatterns.sandbox.pool import Sandbox, SandboxResult
+from simpatterns.sandbox.pool import Sandbox, SandboxResult, unsafe_allowed
 from simpatterns.sandbox.reasons import Reason
 from simpatterns.trace import Trace
 
@@ -28,8 +28,8 @@ from simpatterns.trace import Trace
 class _WorkerSandbox:
     """A worker's own sandbox, and which version of the dependency events its server holds."""
 
-    def __init__(self, traces: list[Trace], limits: SandboxLimits):
-        self.sandbox = Sandbox(traces, workers=1, limits=limits)
+    def __init__(self, traces: list[Trace], limits: SandboxLimits, unsafe: bool = False):
+        self.sandbox = Sandbox(traces, workers=1, limits=limits, unsafe=unsafe)
         self.version = -1
         self.deps: dict[str, list[EventList]] = {}
 
@@ -52,13 +52,15 @@ class ExecutorSandbox:
     ``evaluate`` is thread-safe and returns what a local `Sandbox` would."""
 
     def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
-                 backend: str | Backend | None = None):
+                 backend: str | Backend | None = None, unsafe: bool | None = None):
         if not traces:
             raise ValueError("the sandbox needs at least one trace")
         self.traces = list(traces)
         self.limits = limits or SandboxLimits()
+        # decided here (``--unsafe-sandbox`` sets this process's environment, not the workers')
+        self.unsafe = unsafe_allowed() if unsafe is None else bool(unsafe)
         self.root = ""  # no directory on this machine: each worker's sandbox has its own
-        self._executor = make_executor(workers, WorkerSetup(_WorkerSandbox, (self.traces, self.limits)),
+        self._executor = make_executor(workers, WorkerSetup(_WorkerSandbox, (self.traces, self.limits, self.unsafe)),
                                        backend=backend)
         self._deps: dict[str, list[EventList]] = {}
         self._version = 0
@@ -111,11 +113,11 @@ class ExecutorSandbox:
         self.close()
 
 
-def open_sandbox(traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None
-                 ) -> Sandbox | ExecutorSandbox:
+def open_sandbox(traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
+                 unsafe: bool | None = None) -> Sandbox | ExecutorSandbox:
     """The job's sandbox on the process's backend (`simpatterns.parallel.use_backend`): a
     local `Sandbox` of ``workers`` fork servers, or on a cluster an `ExecutorSandbox` of
     ``workers`` workers with one server each."""
     if default_backend().name == "local":
-        return Sandbox(traces, workers=workers, limits=limits)
-    return ExecutorSandbox(traces, workers=workers, limits=limits)
+        return Sandbox(traces, workers=workers, limits=limits, unsafe=unsafe)
+    return ExecutorSandbox(traces, workers=workers, limits=limits, unsafe=unsafe)
