@@ -5,8 +5,10 @@
 - menus: `build_menu`, `MenuStore` (the quantised, valid, verified action list a model chooses from);
 - the loop: `Agent`, `Proposal`, `Attempt`, `Episode`, `TaskContext`, `run_episode`;
 - agents: `RandomAgent`, `MemoryAgent` (+ `train_memory`), `OracleAgent`, `AnnealAgent`, `LLMAgent`
-  (+ `FeedbackOptions`);
+  (+ `FeedbackOptions`: the Q&A conditions' options, `simpatterns.qa.context`);
 - runs: `EvalConfig`, `make_conditions`, `evaluate`, `read_run`, `write_report`;
+- library studies: `simpatterns.agents.studies` (`library_curve`, `importance`: the Q&A studies'
+  mechanism, scored by AUCCESS);
 - `simpatterns.agents.phyre_compat`: PHYRE's own entry points on our simulator.
 
 See the README section "Agents on PHYRE tasks".

@@ -1,22 +1,24 @@
 """What the language-model agent is shown: the task, the menu, and feedback after each attempt.
 
-Kept apart from the agent so that the feedback conditions can be shared with
-the Q&A benchmark's conditions (same names, same image parts) once both
-exist side by side.
+The conditions are the Q&A benchmark's (`simpatterns.qa.context`), built by
+the same code: the same object table, frame selection, image parts,
+annotation text and summary request; ``FeedbackOptions`` extends its
+``ContextOptions`` (budget, frame rate, images, summary length).
 
 **The task message** (every condition): the goal in words, the object table
-(name, colour, shape, static or dynamic, size and initial centre in pixels:
-what the paper gives the model in every condition), the initial scene as an
-image (``scene_view`` "image" or "objects+image"), and the menu.
+(id, name, colour, shape, static or dynamic, size and initial centre in
+pixels: what the paper gives the model in every condition), the initial
+scene as an image (``scene_view`` "image" or "objects+image"), and the menu.
 
 **Feedback conditions** (after each attempt; paper §5.1, Figure 9):
 
 | condition | the model is told the outcome, plus |
 |---|---|
-| ``outcome`` | nothing more (a lower bound) |
+| ``outcome`` | nothing more (a lower bound; Q&A's ``objects``) |
 | ``frames`` | frames of the rollout (``fps``, at most ``max_images``), as image parts |
 | ``annotation`` | the rollout's annotation (the pattern timeline, `annotate.text.timeline_text`) |
 | ``frames+annotation`` | both |
+| ``state`` | the raw numbers (positions, velocities, contacts), cut to the annotation's budget |
 | ``summary`` | a summary of the annotation the model wrote first, in a separate request |
 
 Images are OpenAI content parts (``{"type": "image_url", "image_url":
@@ -32,21 +34,29 @@ ones.
 
 from __future__ import annotations
 
-import base64
-import io
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from simpatterns.qa.context import (
+    CONDITIONS,
+    ContextOptions,
+    evidence_parts,
+    image_part,
+    object_table,
+    render_png,
+    summary_messages,
+    text_part,
+)
 from simpatterns.simulators.phyre import Scene, simulate
-from simpatterns.simulators.phyre.render import render_frame
 from simpatterns.trace import Trace
 
-FEEDBACK = ("outcome", "frames", "annotation", "frames+annotation", "summary")
+FEEDBACK = ("outcome", "frames", "annotation", "frames+annotation", "state", "summary")
 HISTORY = ("stateless", "windowed", "full")
 SCENE_VIEWS = ("objects", "image", "objects+image")
 CHOICE_PREFIX = "CHOICE:"
 _CHOICE_RE = re.compile(r"CHOICE\s*[:=]\s*\**\s*\[?\s*([A-Za-z]?\s*\d+)", re.IGNORECASE)
+assert set(FEEDBACK) - {"outcome"} <= set(CONDITIONS)
 
 SYSTEM_PROMPT = (
     "You solve 2D physics puzzles. A puzzle is a scene of rigid bodies under gravity (y points up, "
@@ -57,17 +67,17 @@ SYSTEM_PROMPT = (
 
 
 @dataclass(frozen=True)
-class FeedbackOptions:
+class FeedbackOptions(ContextOptions):
+    """The Q&A conditions' options (smaller defaults: a conversation holds many rollouts) and the agent's."""
+
+    budget_chars: int = 3000  # annotation (and raw state) text per attempt
+    fps: float = 1.0  # frames per second of rollout shown in the frames conditions
+    max_images: int = 8
+    summary_sentences: int = 6
     feedback: str = "annotation"
     history: str = "full"
     window: int = 3  # attempts kept with their feedback in "windowed"
     scene_view: str = "objects"
-    fps: float = 1.0  # frames per second of rollout shown in the frames conditions
-    max_images: int = 8
-    image_size: int = 256
-    budget_chars: int = 3000  # annotation text per attempt
-    summary_sentences: int = 6
-    summary_max_tokens: int = 400
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("feedback", self.feedback, FEEDBACK), ("history", self.history, HISTORY),
@@ -85,28 +95,16 @@ class FeedbackOptions:
     def shows_annotation(self) -> bool:
         return self.feedback in ("annotation", "frames+annotation", "summary")
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def condition(self) -> str:
+        """The Q&A condition this feedback is (``outcome`` shows what ``objects`` does: nothing more)."""
+        return "objects" if self.feedback == "outcome" else self.feedback
 
 
 # ------------------------------------------------------------------ the task
-def _fmt(v: float) -> str:
-    return f"{v:.0f}" if abs(v - round(v)) < 0.05 else f"{v:.1f}"
-
-
-def object_table(scene: Scene) -> str:
-    """One line per body (walls summarised): name, shape, static/dynamic, size, initial centre."""
-    bodies = scene.trace_bodies()
-    initial = simulate(scene, None, max_steps=0).trace
-    lines = ["Objects (initial centre in px):"]
-    for i, b in enumerate(bodies):
-        if b.role == "wall":
-            continue
-        x, y = initial.position[0, i]
-        size = ", ".join(f"{k} {_fmt(v)}" for k, v in b.size.items())
-        lines.append(f"- {b.name}: {b.shape}, {'dynamic' if b.dynamic else 'static'}, {size}, at ({x:.0f}, {y:.0f})")
-    lines.append("- walls: ground, left wall, right wall, top wall (static, the scene border)")
-    return "\n".join(lines)
+def scene_table(scene: Scene) -> str:
+    """The Q&A object table of the scene before it runs (walls included, as in every Q&A condition)."""
+    return object_table(simulate(scene, None, max_steps=0).trace, recording=False)
 
 
 def goal_text(scene: Scene) -> str:
@@ -114,18 +112,6 @@ def goal_text(scene: Scene) -> str:
         raise ValueError(f"scene {scene.template or '?'} has no goal")
     a, b = scene.goal_names
     return f"Goal: make the {a} touch the {b}, and keep them touching for 3 seconds."
-
-
-def png_part(image) -> dict[str, Any]:
-    """A PIL image as an OpenAI image content part (PNG data URL)."""
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    url = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": url}}
-
-
-def text_part(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
 
 
 def task_message(scene: Scene, menu_text: str, options: FeedbackOptions, budget: int) -> list[dict[str, Any]]:
@@ -137,32 +123,20 @@ def task_message(scene: Scene, menu_text: str, options: FeedbackOptions, budget:
     ]
     parts = [text_part("\n".join(head))]
     if options.scene_view in ("objects", "objects+image"):
-        parts.append(text_part(object_table(scene)))
+        parts.append(text_part(scene_table(scene)))
     if options.scene_view in ("image", "objects+image"):
         parts.append(text_part("The initial scene:"))
-        parts.append(png_part(render_frame(simulate(scene, None, max_steps=0).trace, 0, options.image_size)))
+        parts.append(image_part(render_png(simulate(scene, None, max_steps=0).trace, 0, options.image_size)))
     parts.append(text_part("Actions (red ball centre x, y and radius r, in px):\n" + menu_text))
     return parts
 
 
 # ------------------------------------------------------------------ feedback
-def frame_indices(trace: Trace, fps: float, max_images: int) -> list[int]:
-    """Frames at ``fps`` over the rollout (first and last included), at most ``max_images``."""
-    step = max(1, int(round(1.0 / (fps * trace.dt))))
-    frames = list(range(0, trace.num_frames, step))
-    if frames[-1] != trace.num_frames - 1:
-        frames.append(trace.num_frames - 1)
-    if len(frames) > max_images:  # evenly spaced, ends kept
-        idx = [round(k * (len(frames) - 1) / (max_images - 1)) for k in range(max_images)] if max_images > 1 else [0]
-        frames = [frames[i] for i in idx]
-    return frames
-
-
-def frame_parts(trace: Trace, options: FeedbackOptions) -> list[dict[str, Any]]:
-    frames = frame_indices(trace, options.fps, options.max_images)
-    times = ", ".join(f"{f * trace.dt:.1f}" for f in frames)
-    return [text_part(f"Frames of the rollout at t = {times} s:")] + [
-        png_part(render_frame(trace, f, options.image_size)) for f in frames]
+def feedback_parts(trace: Trace, options: FeedbackOptions, annotation_text: str | None = None,
+                   summary: str | None = None) -> list[dict[str, Any]]:
+    """What the feedback condition shows of a rollout beyond its outcome (`qa.context.evidence_parts`)."""
+    return evidence_parts(options.condition, trace, options,
+                          (lambda: annotation_text) if annotation_text is not None else None, summary)
 
 
 def outcome_line(number: int | None, choice: str | None, status: str, reason: str = "",
@@ -179,15 +153,9 @@ def outcome_line(number: int | None, choice: str | None, status: str, reason: st
     return f"{what}{on}: not solved.{run}"
 
 
-def summary_request_messages(annotation_text: str, options: FeedbackOptions) -> list[dict[str, Any]]:
-    """Step 1 of the summary condition: the model summarises the annotation."""
-    return [
-        {"role": "system", "content": "You summarise what happened in 2D physics simulations, from a list of "
-                                      "detected events."},
-        {"role": "user", "content": (
-            f"{annotation_text}\n\nSummarise in at most {options.summary_sentences} sentences what happened in "
-            "this rollout: which bodies moved, what hit what and when, and where the goal bodies ended up.")},
-    ]
+def summary_request_messages(scene: Scene, annotation_text: str, options: FeedbackOptions) -> list[dict[str, Any]]:
+    """Step 1 of the summary condition: the model summarises the rollout's annotation (Q&A's request)."""
+    return summary_messages(scene_table(scene), annotation_text, options.summary_sentences)
 
 
 def parse_choice(text: str) -> tuple[str | None, str]:
@@ -199,24 +167,16 @@ def parse_choice(text: str) -> tuple[str | None, str]:
     return (raw if raw[0].isalpha() else "A" + str(int(raw))), ""
 
 
+def choice_grammar(ids: Sequence[str]) -> str:
+    """GBNF for an answer that is exactly one ``CHOICE: <id>`` line naming a menu choice."""
+    return f'root ::= "{CHOICE_PREFIX} " (' + " | ".join(f'"{i}"' for i in ids) + ")\n"
+
+
 def turn_prompt(tried: Sequence[str]) -> str:
     return f"Choose your next action. End with '{CHOICE_PREFIX} <id>'." if tried else \
         f"Choose your first action. End with '{CHOICE_PREFIX} <id>'."
 
 
-def content_size(parts: Sequence[dict[str, Any]]) -> int:
-    """Characters of text parts (images excluded), for logs."""
-    return sum(len(p.get("text", "")) for p in parts)
-
-
-def merge_parts(parts: Sequence[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """Plain text when there is no image (any chat server takes it), else the parts."""
-    if all(p["type"] == "text" for p in parts):
-        return "\n\n".join(p["text"] for p in parts)
-    return list(parts)
-
-
 def seconds(trace: Trace) -> float:
     return float(trace.time[-1]) if trace.num_frames else 0.0
-
 

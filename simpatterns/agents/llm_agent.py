@@ -8,7 +8,8 @@ answers with a ``CHOICE: <id>`` line; an answer without one, or naming a
 choice not on the menu, is a wasted attempt, and so is a choice it already
 tried (the loop's rule): both are logged with the raw answer. After a
 simulated attempt the agent builds the feedback: the outcome, plus frames,
-the annotation or a summary of it (`feedback.FEEDBACK`).
+the annotation, the raw state or a summary of the annotation
+(`feedback.FEEDBACK`: the Q&A benchmark's conditions, built by its code).
 
 Library studies plug in through ``patterns``: the annotation shown is
 restricted to those labels (the library still runs in full, so dependencies
@@ -27,17 +28,17 @@ from simpatterns.agents.episode import Agent, Attempt, Proposal, TaskContext
 from simpatterns.agents.feedback import (
     SYSTEM_PROMPT,
     FeedbackOptions,
-    frame_parts,
-    merge_parts,
+    choice_grammar,
+    feedback_parts,
     outcome_line,
     parse_choice,
     seconds,
     summary_request_messages,
     task_message,
-    text_part,
     turn_prompt,
 )
 from simpatterns.llm import ChatRequest, LLMClient
+from simpatterns.qa.context import merge_parts, text_part
 
 
 def request_seed(seed: int, *keys: Any) -> int:
@@ -52,13 +53,18 @@ class LLMAgent(Agent):
 
     def __init__(self, client: LLMClient, options: FeedbackOptions = FeedbackOptions(), *, library=None,
                  patterns: Iterable[str] | None = None, temperature: float = 0.0, max_tokens: int = 1024,
-                 condition: str | None = None):
+                 condition: str | None = None, sample_seed: int = 0, choice_grammar: bool = False):
+        """``sample_seed`` != 0 draws other request seeds (repeats of a study); 0 keeps the run's own.
+        ``choice_grammar``: constrain each answer to one ``CHOICE: <id>`` line of the menu (no reasoning
+        text), where the backend takes grammars; for small models that do not keep the answer format."""
         self.client = client
         self.options = options
         self.needs_trace = options.feedback != "outcome"
         self.patterns = None if patterns is None else set(patterns)
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.sample_seed = int(sample_seed)
+        self.choice_grammar = bool(choice_grammar)
         self.condition = condition or f"llm/{options.feedback}"
         self._library = library
 
@@ -76,6 +82,7 @@ class LLMAgent(Agent):
         if context.menu is None:
             raise ValueError("the language-model agent chooses from a menu")
         self._task = task_message(context.task.scene, context.menu.text(), self.options, context.budget)
+        self._grammar = choice_grammar([c.id for c in context.menu.choices]) if self.choice_grammar else None
         self._turns: list[dict[str, Any]] = []  # {"answer", "feedback" (parts), "line"}
         self._requests = 0
         self._tokens = 0
@@ -102,16 +109,17 @@ class LLMAgent(Agent):
             msgs.append({"role": "user", "content": merge_parts(t["feedback"] + [text_part(turn_prompt(["x"]))])})
         return msgs
 
-    def _complete(self, messages: list[dict[str, Any]], max_tokens: int, *key: Any) -> str:
-        req = ChatRequest(messages, temperature=self.temperature, max_tokens=max_tokens,
-                          seed=request_seed(self.context.seed, self.context.task.id, self.condition, *key))
+    def _complete(self, messages: list[dict[str, Any]], max_tokens: int, *key: Any, grammar: str | None = None) -> str:
+        req = ChatRequest(messages, temperature=self.temperature, max_tokens=max_tokens, grammar=grammar,
+                          seed=request_seed(self.context.seed, self.context.task.id, self.condition, *key,
+                                            *((self.sample_seed,) if self.sample_seed else ())))
         completion = self.client.complete_one(req)
         self._requests += 1
         self._tokens += completion.usage.total_tokens
         return completion.text
 
     def propose(self) -> Proposal | None:
-        text = self._complete(self.messages(), self.max_tokens, len(self._turns))
+        text = self._complete(self.messages(), self.max_tokens, len(self._turns), grammar=self._grammar)
         choice, why = parse_choice(text)
         if choice is None:
             return Proposal(wasted=why, raw=text)
@@ -129,28 +137,19 @@ class LLMAgent(Agent):
         self._turns.append({"answer": attempt.raw or "", "feedback": parts, "line": line})
 
     def _feedback(self, trace, number: int | None) -> list[dict[str, Any]]:
-        from simpatterns.annotate import annotate
-        from simpatterns.annotate.text import timeline_text
-        from simpatterns.annotation import Annotation
-
         opts = self.options
-        parts = []
-        if opts.shows_frames:
-            parts += frame_parts(trace, opts)
+        text = summary = None
         if opts.shows_annotation:
-            ann = annotate(trace, self.library)
-            if self.patterns is not None:
-                ann = Annotation({p: ev for p, ev in ann.pattern_events.items() if p in self.patterns},
-                                 ann.num_frames, [p for p in ann.patterns if p in self.patterns], ann.dt,
-                                 ann.trace_id, errors={k: v for k, v in ann.errors.items() if k in self.patterns})
+            from simpatterns.annotate import annotate
+            from simpatterns.annotate.text import timeline_text
+            from simpatterns.qa.views import restrict
+
+            ann = restrict(annotate(trace, self.library), self.patterns)
             text = timeline_text(trace, ann, opts.budget_chars)
             if opts.feedback == "summary":
-                summary = self._complete(summary_request_messages(text, opts), opts.summary_max_tokens,
-                                         "summary", number)
-                parts.append(text_part("Summary of the rollout:\n" + summary.strip()))
-            else:
-                parts.append(text_part("Annotation of the rollout (detected events):\n" + text))
-        return parts
+                summary = self._complete(summary_request_messages(self.context.task.scene, text, opts),
+                                         opts.summary_max_tokens, "summary", number)
+        return feedback_parts(trace, opts, text, summary)
 
     def finish(self) -> dict[str, Any]:
         return {"requests": self._requests, "tokens": self._tokens}

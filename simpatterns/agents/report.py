@@ -40,6 +40,7 @@ from simpatterns.agents.metrics import (
 )
 from simpatterns.agents.runner import read_run
 from simpatterns.files import atomic_open, atomic_write, atomic_write_json
+from simpatterns.qa.report import CURVE_FILE, IMPORTANCE_FILE, curve_section, importance_section
 
 EXPECTED_RANDOM = "random (expected)"
 
@@ -311,3 +312,30 @@ def write_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None =
             "dir": out}
 
 
+
+
+# ------------------------------------------------------------------ library studies
+def is_study(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a library-study directory (``curve.json`` or ``importance.json``)."""
+    return (Path(path) / CURVE_FILE).exists() or (Path(path) / IMPORTANCE_FILE).exists()
+
+
+def write_study_report(study_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
+    """``report.md`` and the plot of a library study (the Q&A report's sections, scored by AUCCESS);
+    each view is an agent run under the study directory, reportable on its own. Returns the page."""
+    study = Path(study_dir)
+    out = Path(out_dir) if out_dir is not None else study
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["# Agents on PHYRE tasks: library study", ""]
+    if (study / CURVE_FILE).exists():
+        lines += curve_section(study, out)
+    if (study / IMPORTANCE_FILE).exists():
+        lines += importance_section(study, out)
+    if len(lines) == 2:
+        raise ValueError(f"{study}: not a library study (no {CURVE_FILE} or {IMPORTANCE_FILE})")
+    views = sorted(p.parent.name for p in study.glob("*/episodes.jsonl"))
+    if views:
+        lines += [f"Each view is an agent run (`simpatterns agent report {study}/VIEW`): {', '.join(views)}.", ""]
+    md = out / "report.md"
+    atomic_write(md, "\n".join(lines).rstrip() + "\n")
+    return md

@@ -56,7 +56,7 @@ EPISODES_FILE = "episodes.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 BASELINES = ("random", "memory", "oracle", "anneal", "anneal-continuous")
 AGENTS = BASELINES + ("llm",)
-LLM_SAMPLING = ("temperature", "max_tokens")  # llm options that are not FeedbackOptions
+LLM_SAMPLING = ("temperature", "max_tokens", "sample_seed", "choice_grammar")  # llm options, not FeedbackOptions
 
 
 class RunError(RuntimeError):

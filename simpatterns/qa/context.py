@@ -17,6 +17,11 @@ visible time span. Then, per condition:
 
 A prediction question shows the trace only up to its cut: frames, numbers and
 the annotation, which is recomputed on the truncated trace (`views.truncate`).
+
+The language-model agent (`simpatterns.agents`) shows its rollouts under the
+same conditions with the same pieces (`object_table`, `evidence_parts`,
+`merge_parts`, `summary_messages`), so a condition means the same thing on
+both benchmarks.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -71,8 +76,9 @@ def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
 
 
-def object_table(trace: Trace, visible_end_s: float | None = None) -> str:
-    """Bodies (id, name, colour, shape, dynamic/static, size, initial centre) and the time span."""
+def object_table(trace: Trace, visible_end_s: float | None = None, recording: bool = True) -> str:
+    """Bodies (id, name, colour, shape, dynamic/static, size, initial centre) and the time span
+    (``recording=False``: no time span, for a scene not yet run)."""
     w, h = trace.meta.get("world_size", [256, 256])
     lines = [f"Scene: {_num(w)} x {_num(h)} px, x to the right, y up, gravity pulls down; "
              f"{1 / trace.dt:.0f} frames per second."]
@@ -83,7 +89,9 @@ def object_table(trace: Trace, visible_end_s: float | None = None) -> str:
         x, y = trace.position[0, i]
         lines.append(f"{i + 1}. {b.name}: {b.color}, {b.shape}, {kind}, {size}, at ({x:.1f}, {y:.1f})")
     total = (trace.num_frames - 1) * trace.dt
-    if visible_end_s is None:
+    if not recording:
+        pass
+    elif visible_end_s is None:
         lines.append(f"Recording: 0.00 to {total:.2f} s ({trace.num_frames} frames).")
     else:
         lines.append(f"You see the recording from 0.00 to {visible_end_s:.2f} s only; the simulation goes on after "
@@ -181,6 +189,70 @@ def render_png(trace: Trace, frame: int, size: int) -> bytes:
     return buf.getvalue()
 
 
+# ------------------------------------------------------------------ content shared with the agents
+ANNOTATION_HEADER = "Annotation (events detected in the recording; times in seconds):"
+SUMMARY_HEADER = "Summary of the recording (written from its annotation):"
+FRAMES_HEADER = "Frames of the recording:"
+EVIDENCE = ("annotation", "frames", "frames+annotation", "state", "summary")  # conditions that show a recording
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def evidence_parts(condition: str, trace: Trace, options: ContextOptions,
+                   annotation: Callable[[], str] | None = None, summary: str | None = None) -> list[dict[str, Any]]:
+    """What ``condition`` shows of one recording besides the object table, as content parts: frames
+    (a caption, then "t = ... s" and the image, per frame), the annotation (``annotation()``: its
+    timeline text), both, the raw state, or ``summary`` (step 1's text). ``objects`` shows nothing.
+    The Q&A questions and the agents' feedback are built from it."""
+    if condition == "objects":
+        return []
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
+    if condition == "state":
+        return [text_part(state_text(trace, options.budget_chars))]
+    if condition == "summary":
+        if summary is None:
+            raise ValueError("the summary condition needs the summary of step 1")
+        return [text_part(f"{SUMMARY_HEADER}\n{summary.strip()}")]
+    parts: list[dict[str, Any]] = []
+    if condition in ("frames", "frames+annotation"):
+        parts.append(text_part(FRAMES_HEADER))
+        for f in frame_indices(trace, options.fps, options.max_images):
+            parts.append(text_part(f"t = {f * trace.dt:.2f} s"))
+            parts.append(image_part(render_png(trace, f, options.image_size)))
+    if condition in ("annotation", "frames+annotation"):
+        if annotation is None:
+            raise ValueError(f"the {condition} condition needs the annotation text")
+        parts.append(text_part(f"{ANNOTATION_HEADER}\n{annotation()}"))
+    return parts
+
+
+def merge_parts(parts: Sequence[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One message's content: plain text when there is no image (any chat server takes it); else the
+    parts, with consecutive texts joined except an image's caption (the text right before it)."""
+    if all(p["type"] == "text" for p in parts):
+        return "\n\n".join(p["text"] for p in parts)
+    out: list[dict[str, Any]] = []
+    for k, p in enumerate(parts):
+        caption = k + 1 < len(parts) and parts[k + 1]["type"] != "text"
+        if p["type"] == "text" and not caption and out and out[-1]["type"] == "text":
+            out[-1] = text_part(out[-1]["text"] + "\n\n" + p["text"])
+        else:
+            out.append(dict(p))
+    return out
+
+
+def summary_messages(table: str, annotation_text: str, sentences: int) -> list[dict[str, Any]]:
+    """Step 1 of the summary condition (§5.1): the model summarises an annotation."""
+    user = (f"{table}\n\n{ANNOTATION_HEADER}\n{annotation_text}\n\nSummarise what happens in this recording in at "
+            f"most {sentences} sentences: which objects move, what touches what and when, and how the objects end "
+            "up. Mention times. Do not answer any question.")
+    return [{"role": "system", "content": "You summarise recorded 2D physics simulations accurately."},
+            {"role": "user", "content": user}]
+
+
 # ------------------------------------------------------------------ builder
 @dataclass
 class ContextBuilder:
@@ -255,40 +327,11 @@ class ContextBuilder:
 
     def summary_request_messages(self, q: Question) -> list[dict[str, Any]]:
         """Step 1 of the summary condition (shared by the questions of one rollout and visible span)."""
-        n = self.options.summary_sentences
-        user = (f"{self.table(q)}\n\nAnnotation (events detected in the recording; times in seconds):\n"
-                f"{self.annotation_text(q)}\n\nSummarise what happens in this recording in at most {n} sentences: "
-                "which objects move, what touches what and when, and how the objects end up. Mention times. "
-                "Do not answer any question.")
-        return [{"role": "system", "content": "You summarise recorded 2D physics simulations accurately."},
-                {"role": "user", "content": user}]
+        return summary_messages(self.table(q), self.annotation_text(q), self.options.summary_sentences)
 
     def messages(self, q: Question, condition: str, summary: str | None = None) -> list[dict[str, Any]]:
         """The chat messages of ``q`` under ``condition`` (``summary``: step 1's text, summary condition)."""
-        table = self.table(q)
-        if condition == "objects":
-            return [self.system(), {"role": "user", "content": f"{table}\n\n{self.ask(q)}"}]
-        if condition == "annotation":
-            body = f"Annotation (events detected in the recording; times in seconds):\n{self.annotation_text(q)}"
-            return [self.system(), {"role": "user", "content": f"{table}\n\n{body}\n\n{self.ask(q)}"}]
-        if condition == "state":
-            body = state_text(self.visible_trace(q), self.options.budget_chars)
-            return [self.system(), {"role": "user", "content": f"{table}\n\n{body}\n\n{self.ask(q)}"}]
-        if condition == "summary":
-            if summary is None:
-                raise ValueError("the summary condition needs the summary of step 1")
-            body = f"Summary of the recording (written from its annotation):\n{summary.strip()}"
-            return [self.system(), {"role": "user", "content": f"{table}\n\n{body}\n\n{self.ask(q)}"}]
-        if condition in ("frames", "frames+annotation"):
-            tr = self.visible_trace(q)
-            parts: list[dict[str, Any]] = [{"type": "text", "text": f"{table}\n\nFrames of the recording:"}]
-            for f in frame_indices(tr, self.options.fps, self.options.max_images):
-                parts.append({"type": "text", "text": f"t = {f * tr.dt:.2f} s"})
-                parts.append(image_part(render_png(tr, f, self.options.image_size)))
-            tail = self.ask(q)
-            if condition == "frames+annotation":
-                tail = (f"Annotation (events detected in the recording; times in seconds):\n"
-                        f"{self.annotation_text(q)}\n\n{tail}")
-            parts.append({"type": "text", "text": tail})
-            return [self.system(), {"role": "user", "content": parts}]
-        raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
+        evidence = evidence_parts(condition, self.visible_trace(q), self.options, lambda: self.annotation_text(q),
+                                  summary)
+        parts = [text_part(self.table(q))] + evidence + [text_part(self.ask(q))]
+        return [self.system(), {"role": "user", "content": merge_parts(parts)}]

@@ -153,8 +153,22 @@ def plot_templates(rs: RunScores, path: Path) -> Path:
     return path
 
 
+def _metric(study: dict[str, Any]) -> str:
+    """The metric a study measured ("accuracy" on Q&A, "AUCCESS" on agents)."""
+    return study.get("metric", "accuracy")
+
+
+def _items(study: dict[str, Any]) -> str:
+    """What the study's scores are averaged over: "40 questions" or "12 episodes"."""
+    for key in ("questions", "episodes"):
+        if key in study:
+            return f"{study[key]} {key}"
+    return "?"
+
+
 def plot_library_curve(curve: dict[str, Any], path: Path) -> Path:
     plt = _plt()
+    metric = _metric(curve)
     pts = curve["points"]
     sizes = sorted({p["size"] for p in curve["summary"]})
     summ = {p["size"]: p for p in curve["summary"]}
@@ -164,12 +178,12 @@ def plot_library_curve(curve: dict[str, Any], path: Path) -> Path:
     hi = [summ[s]["ci"][1] for s in sizes]
     ax.fill_between(sizes, lo, hi, color=COLOURS[0], alpha=0.2, label="95% bootstrap interval")
     ax.plot(sizes, mean, "o-", color=COLOURS[0], label=f"mean over trials ({curve['condition']})")
-    ax.plot([p["size"] for p in pts], [p["accuracy"] for p in pts], ".", color="black", alpha=0.5,
+    ax.plot([p["size"] for p in pts], [p[metric] for p in pts], ".", color="black", alpha=0.5,
             label="single trials")
     ax.set_xlabel("patterns shown (library size)")
-    ax.set_ylabel("accuracy")
+    ax.set_ylabel(metric)
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"Library-size curve: {curve['questions']} questions, {curve['trials']} trials per size", fontsize=10)
+    ax.set_title(f"Library-size curve: {_items(curve)}, {curve['trials']} trials per size", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -196,8 +210,9 @@ def plot_importance(imp: dict[str, Any], path: Path) -> Path:
     ax.set_yticklabels([r["label"] + _dependents(len(r["removed"]) - 1) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("importance: % drop in accuracy when removed (with its dependents)")
-    ax.set_title(f"Leave-one-out importance ({imp['condition']}; full library {imp['baseline']:.3f})", fontsize=10)
+    ax.set_xlabel(f"importance: % drop in {_metric(imp)} when removed (with its dependents)")
+    ax.set_title(f"Leave-one-out importance ({imp['condition']}; full library {_metric(imp)} {imp['baseline']:.3f})",
+                 fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -273,28 +288,32 @@ def _run_section(rs: RunScores, out: Path, title: str) -> list[str]:
     return lines + [""]
 
 
-def _curve_section(study: Path, out: Path) -> list[str]:
+def curve_section(study: Path, out: Path) -> list[str]:
+    """The markdown (and plot, written into ``out``) of a library-size curve study directory."""
     curve = json.loads((study / CURVE_FILE).read_text())
+    metric = _metric(curve)
     png = plot_library_curve(curve, out / f"{study.name}_library_curve.png")
     lines = ["## Library-size curve", "", f"Study `{study}`: random subsets of the library's patterns (their "
-             "dependencies run but are not shown), several trials per size; accuracy in the "
-             f"`{curve['condition']}` condition on {curve['questions']} questions.", "", f"![library-size curve]({png.name})",
-             "", "| patterns shown | trials | mean accuracy % | 95 % interval |", "|---|---|---|---|"]
+             f"dependencies run but are not shown), several trials per size; {metric} in the "
+             f"`{curve['condition']}` condition over {_items(curve)}.", "", f"![library-size curve]({png.name})",
+             "", f"| patterns shown | trials | mean {metric} % | 95 % interval |", "|---|---|---|---|"]
     for p in curve["summary"]:
         lines.append(f"| {p['size']} | {p['trials']} | {_pct(p['mean'])} | {_pct(p['ci'][0])}–{_pct(p['ci'][1])} |")
     return lines + [""]
 
 
-def _importance_section(study: Path, out: Path) -> list[str]:
+def importance_section(study: Path, out: Path) -> list[str]:
+    """The markdown (and plot, written into ``out``) of a leave-one-out study directory."""
     imp = json.loads((study / IMPORTANCE_FILE).read_text())
+    metric = _metric(imp)
     png = plot_importance(imp, out / f"{study.name}_importance.png")
     lines = ["## Leave-one-out importance", "", f"Study `{study}`: each pattern removed with every pattern that "
-             f"depends on it; importance = % drop from the full library's accuracy ({_pct(imp['baseline'])} %) in "
-             f"the `{imp['condition']}` condition, {imp['repeats']} repeat(s), {imp['questions']} questions.", "",
-             f"![leave-one-out importance]({png.name})", "", "| pattern | removed | accuracy % | importance % |",
+             f"depends on it; importance = % drop from the full library's {metric} ({_pct(imp['baseline'])} %) in "
+             f"the `{imp['condition']}` condition, {imp['repeats']} repeat(s), {_items(imp)}.", "",
+             f"![leave-one-out importance]({png.name})", "", f"| pattern | removed | {metric} % | importance % |",
              "|---|---|---|---|"]
     for r in sorted(imp["patterns"], key=lambda r: -r["importance"]):
-        lines.append(f"| {r['label']} | {len(r['removed'])} | {_pct(r['accuracy'])} | {r['importance']:+.1f} |")
+        lines.append(f"| {r['label']} | {len(r['removed'])} | {_pct(r[metric])} | {r['importance']:+.1f} |")
     return lines + [""]
 
 
@@ -309,9 +328,9 @@ def write_report(sources: Sequence[str | os.PathLike], out: str | os.PathLike | 
     lines = [f"# {title}", ""]
     for src in map(Path, sources):
         if (src / CURVE_FILE).exists():
-            lines += _curve_section(src, out_dir)
+            lines += curve_section(src, out_dir)
         elif (src / IMPORTANCE_FILE).exists():
-            lines += _importance_section(src, out_dir)
+            lines += importance_section(src, out_dir)
         elif (src / RESPONSES_FILE).exists():
             lines += _run_section(score_run(src), out_dir, f"Run {src.name}")
         else:

@@ -14,8 +14,9 @@ from simpatterns.agents.menu import NOT_SOLVED
 from simpatterns.agents.tasks import Task
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule
+from simpatterns.qa.context import ANNOTATION_HEADER, SUMMARY_HEADER
 
-ANNOTATION_MARK = "Annotation of the rollout"
+ANNOTATION_MARK = ANNOTATION_HEADER
 
 
 def last_text(body) -> str:
@@ -103,13 +104,13 @@ def test_frames_are_sent_as_image_parts_and_the_scene_image_on_request(store, se
 
 def test_summary_condition_asks_for_a_summary_then_shows_it(store, serve):
     _, solving, failing = choices(store)
-    summary = Rule(contains="Summarise in at most", replies=[Reply("The red ball fell beside the green ball.")])
+    summary = Rule(contains="Summarise what happens", replies=[Reply("The red ball fell beside the green ball.")])
     server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", rules=[summary])
     ep = run(store, server, FeedbackOptions(feedback="summary"))
     assert ep.solved_at == 2 and ep.info["requests"] == 3
     assert "Timeline" in server.requests[1]["messages"][-1]["content"]  # the summary request reads the annotation
     shown = last_text(server.requests[2])
-    assert "The red ball fell beside the green ball." in shown and "Timeline" not in shown
+    assert f"{SUMMARY_HEADER}\nThe red ball fell beside the green ball." in shown and "Timeline" not in shown
 
 
 @pytest.mark.parametrize("history, turns_shown", [("full", 3), ("windowed", 2), ("stateless", 1)])
@@ -132,3 +133,59 @@ def test_parse_choice():
     assert parse_choice("choice = **a3**") == ("A3", "")
     assert parse_choice("CHOICE: A1\nno wait\nCHOICE: A2") == ("A2", "")
     assert parse_choice("A12")[0] is None
+
+
+def test_feedback_is_built_as_the_qa_conditions(store, serve):
+    """Every feedback condition shows the rollout as the Q&A condition of the same name shows a
+    recording: the same pieces, in the same words (`qa.context.evidence_parts`)."""
+    from simpatterns.agents.feedback import feedback_parts, scene_table
+    from simpatterns.annotate import annotate
+    from simpatterns.annotate.text import timeline_text
+    from simpatterns.detectors.library import PatternLibrary
+    from simpatterns.qa.context import evidence_parts, merge_parts
+    from simpatterns.simulators.phyre import simulate
+
+    menu, solving, failing = choices(store)
+    scene = Task.from_id(SOLVABLE).scene
+    trace = simulate(scene, menu.choices[menu.index(failing)].action).trace
+    text = timeline_text(trace, annotate(trace, PatternLibrary.builtin()), 3000)
+    for fb in ("frames", "annotation", "frames+annotation", "state"):
+        opts = FeedbackOptions(feedback=fb, max_images=3, image_size=64)
+        server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}")
+        ep = run(store, server, opts)
+        assert ep.solved_at == 2
+        expected = evidence_parts(fb, trace, opts, lambda: text)
+        line = f"Attempt 1 ({failing}): not solved. The rollout ran {float(trace.time[-1]):.1f} s."
+        sent = server.requests[1]["messages"][-1]["content"]
+        assert sent == merge_parts([{"type": "text", "text": line}] + expected + [
+            {"type": "text", "text": "Choose your next action. End with 'CHOICE: <id>'."}])
+        assert feedback_parts(trace, opts, text) == expected
+    state = server.requests[1]["messages"][-1]["content"]
+    assert "Raw state at" in state and "velocity (vx, vy)" in state and "Timeline" not in state
+    # the object table is the Q&A one: ids, colours, walls; no recording span before the scene runs
+    table = scene_table(scene)
+    assert "red ball" not in table  # not placed yet
+    assert "green" in table and "static, scene border" in table and "Recording" not in table
+    assert table in server.requests[0]["messages"][1]["content"]
+
+
+def test_choice_grammar_is_sent_and_accepts_exactly_the_menu(store, serve):
+    from simpatterns.llm.grammars import GBNF
+
+    menu, solving, failing = choices(store)
+    server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", owned_by="llamacpp")
+    with make_client("openai", base_url=server.base_url, grammar="auto") as client:
+        agent = LLMAgent(client, FeedbackOptions(feedback="outcome"), choice_grammar=True)
+        ep = run_episode(agent, TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))
+    assert ep.solved_at == 2
+    sent = [r["grammar"] for r in server.requests]
+    assert len(sent) == 2 and sent[0] == sent[1]
+    g = GBNF.parse(sent[0])
+    assert all(g.accepts(f"CHOICE: {c.id}") for c in menu.choices)
+    assert not g.accepts(f"CHOICE: A{len(menu) + 1}") and not g.accepts(f"I think {solving}")
+    # without the option no grammar goes out
+    server = serve(f"CHOICE: {solving}", owned_by="llamacpp")
+    with make_client("openai", base_url=server.base_url, grammar="auto") as client:
+        run_episode(LLMAgent(client, FeedbackOptions(feedback="outcome")),
+                    TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))
+    assert "grammar" not in server.requests[0]

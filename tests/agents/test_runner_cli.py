@@ -14,6 +14,7 @@ from simpatterns.agents.runner import EPISODES_FILE, EvalConfig, RunError, evalu
 from simpatterns.cli import app
 from simpatterns.llm import make_client
 from simpatterns.llm.testing import Reply, Rule
+from simpatterns.qa.context import ANNOTATION_HEADER
 
 TASKS = f"{SOLVABLE},00006:011"
 
@@ -102,7 +103,7 @@ def test_llm_conditions_through_the_runner(tmp_path, menu_cache, serve):
     store_menu = __import__("simpatterns.agents.menu", fromlist=["MenuStore"]).MenuStore(menu_cache, BINS).get(SOLVABLE)
     solving = store_menu.choices[store_menu.solving[0]].id
     failing = next(c.id for k, c in enumerate(store_menu.choices) if store_menu.status(k) == -1)
-    rule = Rule(match=lambda b: "Annotation of the rollout" in str(b["messages"][-1]["content"]),
+    rule = Rule(match=lambda b: ANNOTATION_HEADER in str(b["messages"][-1]["content"]),
                 replies=[Reply(f"CHOICE: {solving}")])
     server = serve(rules=[rule], default=Reply(f"CHOICE: {failing}"))
     config = EvalConfig(setup=None, tasks=(SOLVABLE,), seeds=(0, 1), bins=BINS, budget=5)
