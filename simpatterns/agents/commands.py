@@ -268,6 +268,7 @@ def _run_study(out: Path, make_client, study) -> dict:
 
 
 @agent_app.command("library-curve")
+@executor_options
 def library_curve_cmd(
     out: StudyOut,
     sizes: str = typer.Option("0,1,2,4,8,16,all", "--sizes", help="Library sizes, e.g. 0,1,2,4,8,16,all."),
@@ -327,6 +328,7 @@ def library_curve_cmd(
 
 
 @agent_app.command("importance")
+@executor_options
 def importance_cmd(
     out: StudyOut,
     labels: Optional[str] = typer.Option(None, "--labels", help="Patterns to hold out (comma-separated); default "
