@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from simpatterns.files import atomic_write  # noqa: E402
-ORDER = ["architecture", "cli", "templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve",
+ORDER = ["architecture", "cli", "templates", "annotate", "annotation_cost", "scale", "builtin_library", "dsl", "llm", "evolve",
          "envs", "qa", "agents", "mujoco"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 

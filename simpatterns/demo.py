@@ -27,7 +27,7 @@ from rich.table import Table
 from simpatterns.cli_support import fail, print_table
 
 from simpatterns.files import atomic_open, atomic_write
-from simpatterns.parallel import make_executor
+from simpatterns.parallel import executor_options, make_executor
 
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
@@ -298,4 +298,4 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo")(executor_options(demo))

@@ -44,7 +44,10 @@ import io
 import json
 import math
 import os
+import re
+import struct
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -366,16 +369,13 @@ class Trace:
         against the format (and its size against `MAX_TRACE_BYTES`) before any is read,
         and the values (`validate`) before the trace is returned."""
         try:
-            npz = np.load(io.BytesIO(raw), allow_pickle=False)
+            npz = _NpzArrays(raw)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
             raise TraceFormatError(
                 f"{source}: not a simpatterns trace (.npz could not be opened: {exc}); "
                 "the file may be truncated or of another format"
             ) from exc
-        if not isinstance(npz, np.lib.npyio.NpzFile):
-            raise TraceFormatError(f"{source}: not a simpatterns trace (a single .npy array, not an .npz archive)")
-        with npz:
-            return Trace._from_npz(npz, source)
+        return Trace._from_npz(npz, source)
 
     @staticmethod
     def _from_npz(npz: Any, source: str) -> "Trace":
@@ -513,6 +513,101 @@ class Trace:
         )
 
 
+_NPY_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (False|True), 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+_NPY_MAX_HEADER = 1 << 20  # numpy writes headers of a few hundred bytes
+
+
+@dataclass(frozen=True)
+class _Member:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran: bool
+    start: int  # where the data begins in the decompressed member
+    nbytes: int  # what the header declares
+
+
+class _NpzArrays:
+    """The arrays of an ``.npz`` held in memory, read as ``np.load`` reads them but
+    without its per-array costs (a ZipExtFile per member, ``ast.literal_eval`` of each
+    header): `declared` decompresses only a member's .npy header, and a member's data
+    is one ``zlib`` call that stops at the size its header declares (so a small file
+    cannot expand into more than it declared), CRC-checked."""
+
+    def __init__(self, raw: bytes):
+        self._raw = raw
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+        self._info = {i.filename[:-4] if i.filename.endswith(".npy") else i.filename: i for i in zf.infolist()}
+        self.files = list(self._info)
+        self._members: dict[str, _Member] = {}
+
+    def _body(self, name: str) -> tuple[zipfile.ZipInfo, bytes]:
+        info = self._info[name]
+        start = info.header_offset
+        if self._raw[start:start + 4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header of {info.filename}")
+        name_len, extra_len = struct.unpack("<HH", self._raw[start + 26:start + 30])
+        begin = start + 30 + name_len + extra_len
+        if info.compress_type not in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED):
+            raise ValueError(f"{info.filename} uses an unsupported compression ({info.compress_type})")
+        return info, self._raw[begin:begin + info.compress_size]
+
+    @staticmethod
+    def _inflate(info: zipfile.ZipInfo, body: bytes, limit: int) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of the member, and whether that is all of it."""
+        if info.compress_type == zipfile.ZIP_STORED:
+            return body[:limit], len(body) <= limit
+        d = zlib.decompressobj(-15)
+        data = d.decompress(body, limit)
+        return data, d.eof and not d.unconsumed_tail
+
+    def declared(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype from the member's .npy header (only the header is inflated)."""
+        if name not in self._members:
+            info, body = self._body(name)
+            head, _ = self._inflate(info, body, 12)
+            if head[:6] != b"\x93NUMPY" or len(head) < 12:
+                raise ValueError(f"{info.filename} is not a .npy array")
+            if head[6] == 1:
+                (hlen,), hstart = struct.unpack("<H", head[8:10]), 10
+            else:
+                (hlen,), hstart = struct.unpack("<I", head[8:12]), 12
+            if hlen > _NPY_MAX_HEADER:
+                raise ValueError(f"{info.filename} has a {hlen}-byte .npy header")
+            head, _ = self._inflate(info, body, hstart + hlen)
+            m = _NPY_HEADER.match(head[hstart:hstart + hlen].decode("latin1"))
+            if m is not None:
+                dtype, fortran = np.dtype(m.group(1)), m.group(2) == "True"
+                shape = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+            else:  # an unusual header (structured dtype, ...): numpy parses it, still only the header
+                fh = io.BytesIO(head)
+                version = np.lib.format.read_magic(fh)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, fortran, dtype = read(fh)
+                shape = tuple(int(n) for n in shape)
+            count = math.prod(shape)
+            self._members[name] = _Member(shape, dtype, bool(fortran), hstart + hlen, count * dtype.itemsize)
+        m = self._members[name]
+        return m.shape, m.dtype
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        self.declared(name)
+        m = self._members[name]
+        if m.dtype.hasobject:
+            raise ValueError(f"{name} holds Python objects")
+        info, body = self._body(name)
+        data, complete = self._inflate(info, body, m.start + m.nbytes)
+        if len(data) < m.start + m.nbytes:
+            raise ValueError(f"{info.filename} holds less data than its header declares")
+        if not complete:
+            raise ValueError(f"{info.filename} holds more data than its header declares")
+        if zlib.crc32(data) != info.CRC:
+            raise zipfile.BadZipFile(f"bad CRC of {info.filename}")
+        # a writable array of its own (np.load's are too); bytearray -> no second copy
+        flat = np.frombuffer(bytearray(data[m.start:]), dtype=m.dtype, count=math.prod(m.shape))
+        return flat.reshape(m.shape, order="F" if m.fortran else "C")
+
+
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
     """Maximal runs of True in a 1-D boolean array as inclusive (start, end) pairs."""
     m = np.asarray(mask, dtype=bool)
@@ -580,20 +675,15 @@ def collision_events(
     ]
 
 
-def _declared(npz: Any, name: str, source: str) -> tuple[tuple[int, ...], np.dtype]:
+def _declared(npz: "_NpzArrays", name: str, source: str) -> tuple[tuple[int, ...], np.dtype]:
     """The shape and dtype an .npz member declares in its .npy header (nothing else is read)."""
     try:
-        with npz.zip.open(name + ".npy") as fh:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-            else:
-                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        shape, dtype = npz.declared(name)
     except Exception as exc:  # noqa: BLE001 - any damage to the member is this field's error
         raise TraceFormatError(f"{source}: field {name!r} is not a readable array ({exc})") from exc
     if dtype.hasobject or dtype.fields is not None:
         raise TraceFormatError(f"{source}: field {name!r} has dtype {dtype}, expected plain numbers")
-    return tuple(int(n) for n in shape), dtype
+    return shape, dtype
 
 
 def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bodies: int, source: str) -> None:

@@ -19,6 +19,7 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
 )
+from simpatterns.parallel import executor_options
 
 agent_app = typer.Typer(help="Agents on PHYRE tasks: PHYRE's folds and AUCCESS, baselines, language models.",
                         no_args_is_help=True)
@@ -111,6 +112,7 @@ def _client_factory(llm, base_url, model, api_key, grammar, timeout, retries, ma
 
 
 @agent_app.command("eval")
+@executor_options
 def eval_cmd(
     out: Out,
     agents: str = typer.Option("random,memory,oracle,anneal", "--agents", "-a",
@@ -264,6 +266,7 @@ def _run_study(out: Path, make_client, study) -> dict:
 
 
 @agent_app.command("library-curve")
+@executor_options
 def library_curve_cmd(
     out: StudyOut,
     sizes: str = typer.Option("0,1,2,4,8,16,all", "--sizes", help="Library sizes, e.g. 0,1,2,4,8,16,all."),
@@ -323,6 +326,7 @@ def library_curve_cmd(
 
 
 @agent_app.command("importance")
+@executor_options
 def importance_cmd(
     out: StudyOut,
     labels: Optional[str] = typer.Option(None, "--labels", help="Patterns to hold out (comma-separated); default "

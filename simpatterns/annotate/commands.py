@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from simpatterns.cli_support import err, fail, interrupted, new_table, note, out as console, print_table, progress, warn
+from simpatterns.parallel import executor_options
 
 
 
@@ -277,6 +278,6 @@ def import_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("annotate")(annotate_cmd)
+    app.command("annotate")(executor_options(annotate_cmd))
     app.command("export")(export_cmd)
     app.command("import")(import_cmd)

@@ -9,6 +9,8 @@ import typer
 from rich.table import Table
 from simpatterns.cli_support import fail, out as console, print_table
 
+from simpatterns.parallel import executor_options
+
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
 
@@ -223,5 +225,5 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
 
 
 def register(app: typer.Typer) -> None:
-    app.command("discover")(discover_cmd)
+    app.command("discover")(executor_options(discover_cmd))
     app.add_typer(evolve_app, name="evolve")

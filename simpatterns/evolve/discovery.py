@@ -64,6 +64,7 @@ from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
 from simpatterns.files import atomic_write_json
 from simpatterns.llm.client import resolve_prompt_mode
+from simpatterns.sandbox.distributed import ExecutorSandbox, open_sandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
 
@@ -88,7 +89,7 @@ class DiscoveryJob:
         reasoning_texts: Sequence[str] = (),
         traces_id: str | None = None,
         progress: ProgressFn | None = None,
-        sandbox_factory: Callable[..., Sandbox] | None = None,
+        sandbox_factory: Callable[..., Sandbox | ExecutorSandbox] | None = None,
     ):
         self.traces = list(traces)
         if len(self.traces) < 3:
@@ -101,11 +102,11 @@ class DiscoveryJob:
         self.resume = resume
         self.reasoning_texts = list(reasoning_texts)
         self.progress = progress
-        self.sandbox_factory = sandbox_factory or Sandbox
+        self.sandbox_factory = sandbox_factory or open_sandbox  # on the process's backend
         self.traces_id = traces_id or dist.dataset_hash(self.traces)
         self.labels = list(labels)
         self.state = JobState(self.config.seed, self.labels)
-        self.sandbox: Sandbox | None = None
+        self.sandbox: Sandbox | ExecutorSandbox | None = None
         self.sandbox_root: str | None = None
         self.sandbox_pids: set[int] = set()
         self.lib: LibraryState | None = None

@@ -25,6 +25,7 @@ from simpatterns.evolve.database import Program
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.records import LabelDone
 from simpatterns.evolve.state import JobError
+from simpatterns.sandbox.distributed import ExecutorSandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
 
@@ -74,7 +75,7 @@ class LibraryState:
             info[k] = d
         return info
 
-    def accept(self, done: LabelDone, sandbox: Sandbox, program: Program | None = None) -> Detector:
+    def accept(self, done: LabelDone, sandbox: Sandbox | ExecutorSandbox, program: Program | None = None) -> Detector:
         """Put the accepted program of ``done`` into the library (provenance "evolved",
         or "self-discovered"; its manifest entry keeps ``done.provenance``) with its
         events from the sandbox. ``program``: the database's program (what its source

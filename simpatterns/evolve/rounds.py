@@ -32,6 +32,7 @@ from simpatterns.evolve.records import Sample
 from simpatterns.evolve.state import PROMPT_STREAM, PROPOSE_STREAM, JobState, LabelState
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.gate import check_candidate
+from simpatterns.sandbox.distributed import ExecutorSandbox
 from simpatterns.sandbox.pool import Sandbox, SandboxError
 from simpatterns.sandbox.reasons import Reason, Rejected
 
@@ -54,7 +55,7 @@ class Evaluator:
     """Gate -> sandbox -> fitness for one program; safe to call from several threads.
     ``fitness_for(label)``: the fitness context candidates for ``label`` are scored in."""
 
-    def __init__(self, sandbox: Sandbox, fitness_for: Callable[[str], FitnessContext], gate: bool = True):
+    def __init__(self, sandbox: Sandbox | ExecutorSandbox, fitness_for: Callable[[str], FitnessContext], gate: bool = True):
         self.sandbox = sandbox
         self.fitness_for = fitness_for
         self.gate = gate

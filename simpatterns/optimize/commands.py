@@ -7,6 +7,8 @@ from typing import NoReturn, Optional
 
 import typer
 from simpatterns.cli_support import err, fail, out as console, print_table
+from simpatterns.parallel import executor_options
+
 
 
 
@@ -163,4 +165,4 @@ def optimize(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("optimize")(optimize)
+    app.command("optimize")(executor_options(optimize))

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from simpatterns.cli_support import fail, interrupted, out as console, print_table, warn
+from simpatterns.parallel import executor_options
 
 qa_app = typer.Typer(help="The Q&A benchmark: questions about rollouts, asked with or without annotations.",
                      no_args_is_help=True)
@@ -133,6 +134,7 @@ def _run_info(questions: Path, llm: str, client: Any, library: str) -> dict[str,
 
 # ------------------------------------------------------------------ generate
 @qa_app.command("generate")
+@executor_options
 def generate_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Data set directory (questions.jsonl, rollouts/).")],
     scenes: Annotated[int, typer.Option("--scenes", min=1, help="Scene instances (one rollout each).")] = 100,
@@ -174,6 +176,7 @@ def generate_cmd(
 
 # ------------------------------------------------------------------ eval
 @qa_app.command("eval")
+@executor_options
 def eval_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (resumed if it exists).")],
@@ -306,6 +309,7 @@ def _study_setup(questions: Path, out: Path, llm: str, base_url: str | None, mod
 
 
 @qa_app.command("library-curve")
+@executor_options
 def library_curve_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Study directory (resumed if it exists).")],
@@ -359,6 +363,7 @@ def library_curve_cmd(
 
 
 @qa_app.command("importance")
+@executor_options
 def importance_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Study directory (resumed if it exists).")],
@@ -412,6 +417,7 @@ def importance_cmd(
 
 
 @qa_app.command("self-discover")
+@executor_options
 def self_discover_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (resumed if it exists).")],

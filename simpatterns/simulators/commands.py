@@ -9,6 +9,8 @@ import typer
 
 from simpatterns.files import WriteError, check_target
 from simpatterns.cli_support import EXIT_PARTIAL, fail, interrupted, new_table, out as console, print_table, warn
+from simpatterns.parallel import executor_options
+
 
 
 def _parse_action(text: str) -> list[float]:
@@ -128,4 +130,4 @@ def dataset(
 def register(app: typer.Typer) -> None:
     app.command("scenes")(scenes)
     app.command("simulate")(simulate_cmd)
-    app.command("dataset")(dataset)
+    app.command("dataset")(executor_options(dataset))
