@@ -13,7 +13,8 @@ run is 1000 steps (no early stop), measured in the same process and run:
 - ``raw``: the same world stepped through chipmunk's C step with no Python
   wrapper (the floor).
 
-Reports rollouts/s on one core, the ratio recorded/bare (target <= 1.15) and
+The three are interleaved rollout by rollout, so they see the same machine
+load; the load average and core count are printed. Reports rollouts/s on one core, the ratio recorded/bare (target <= 1.15) and
 peak memory per trace (tracemalloc peak during one rollout, and the trace's
 array bytes). With ``--phyre`` it also times the reference PHYRE (Box2D)
 simulating random actions with every step recorded, on its own tasks of the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -84,15 +86,17 @@ def mix() -> list[tuple[object, np.ndarray]]:
     return out
 
 
-def timed(fn, cases, reps: int) -> float:
-    """Best-of-reps seconds per rollout over the whole mix."""
-    best = float("inf")
+def timed(fns, cases, reps: int) -> list[float]:
+    """Seconds per rollout over the whole mix for each of ``fns``, interleaved case by case
+    (every function sees the same machine load), summing each case's best of ``reps``."""
+    best = np.full((len(fns), len(cases)), np.inf)
     for _ in range(reps):
-        t0 = time.perf_counter()
-        for scene, a in cases:
-            fn(scene, a)
-        best = min(best, (time.perf_counter() - t0) / len(cases))
-    return best
+        for c, (scene, a) in enumerate(cases):
+            for f, fn in enumerate(fns):
+                t0 = time.perf_counter()
+                fn(scene, a)
+                best[f, c] = min(best[f, c], time.perf_counter() - t0)
+    return (best.sum(axis=1) / len(cases)).tolist()
 
 
 PHYRE_SCRIPT = r"""
@@ -126,10 +130,10 @@ def main() -> None:
     args = ap.parse_args()
     cases = mix()
     simulate(*cases[0])  # warm-up
-    rec = timed(lambda s, a: simulate(s, a, stop_on_success=False), cases, args.reps)
-    bare = timed(lambda s, a: step_bare(s, a, MAX_STEPS), cases, args.reps)
-    raw = timed(lambda s, a: step_raw(s, a, MAX_STEPS), cases, args.reps)
-    early = timed(lambda s, a: simulate(s, a), cases, args.reps)
+    rec, bare, raw, early = timed([lambda s, a: simulate(s, a, stop_on_success=False),
+                                   lambda s, a: step_bare(s, a, MAX_STEPS),
+                                   lambda s, a: step_raw(s, a, MAX_STEPS),
+                                   lambda s, a: simulate(s, a)], cases, args.reps)
 
     peaks, nbytes = [], []
     for scene, a in cases:
@@ -141,7 +145,8 @@ def main() -> None:
             "time", "position", "angle", "velocity", "angular_velocity", "contact_frame", "contact_a",
             "contact_b", "contact_point", "contact_normal", "contact_impulse")))
 
-    print(f"templates in mix: {len(cases)}  (1000 steps per rollout, best of {args.reps})")
+    print(f"templates in mix: {len(cases)}  (1000 steps per rollout, best of {args.reps} per rollout, "
+          f"interleaved); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"recorded (full Trace)  : {1 / rec:7.1f} rollouts/s  ({rec * 1e3:.2f} ms)")
     print(f"bare pymunk Space.step : {1 / bare:7.1f} rollouts/s  ({bare * 1e3:.2f} ms)")
     print(f"raw chipmunk C step    : {1 / raw:7.1f} rollouts/s  ({raw * 1e3:.2f} ms)")

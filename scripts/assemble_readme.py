@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from simpatterns.files import atomic_write  # noqa: E402
-ORDER = ["architecture", "templates", "annotate", "annotation_cost", "builtin_library", "dsl", "llm", "evolve", "envs"]
+ORDER = ["architecture", "cli", "templates", "annotate", "annotation_cost", "scale", "builtin_library", "dsl", "llm", "evolve",
+         "envs", "qa", "agents", "mujoco"]
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 
@@ -30,7 +31,8 @@ def main() -> None:
         if page.exists():
             body = page.read_text().strip()
             # images in the pages are relative to docs/readme/
-            body = body.replace("](annotate_timeline.png", "](docs/readme/annotate_timeline.png")
+            for image in sorted(p.name for p in (ROOT / "docs" / "readme").glob("*.png")):
+                body = body.replace(f"]({image}", f"](docs/readme/{image}")
             parts.append(body)
     new = head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
     atomic_write(readme, new)

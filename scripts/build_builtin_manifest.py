@@ -1,17 +1,19 @@
-"""Regenerate simpatterns/detectors/builtin/library.json from the detector files.
+"""Regenerate the built-in libraries' library.json from their detector files.
 
 Run after every edit of a built-in detector so the manifest's source hashes,
 descriptions, dependencies, params and declarations (body params,
 directedness, duration) match the files:
 
-    python scripts/build_builtin_manifest.py          # write library.json
-    python scripts/build_builtin_manifest.py --check  # exit 1 if it is out of date
+    python scripts/build_builtin_manifest.py                # write simpatterns/detectors/builtin/library.json
+    python scripts/build_builtin_manifest.py --world 3d     # simpatterns/detectors/builtin3d/library.json
+    python scripts/build_builtin_manifest.py --world all --check  # exit 1 if one is out of date
 
-The library order below is the paper's (Appendix B): raw simulator events,
-the 18 guided patterns, the self-discovered ones we kept, then the
+The PHYRE library's order below is the paper's (Appendix B): raw simulator
+events, the 18 guided patterns, the self-discovered ones we kept, then the
 hand-written ones the reward DSL's goals read (touches as people count them,
-coming to rest). Every file in
-the folder must be listed here and every listed file must exist.
+coming to rest). The 3D library lists the raw contact events, the generic 3D
+patterns, then the rope patterns. Every file in a folder must be listed here
+and every listed file must exist.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 from simpatterns.detectors.builtin import BUILTIN_DIR, MANIFEST_PATH
+from simpatterns.detectors.builtin3d import BUILTIN_DIR as BUILTIN3D_DIR, MANIFEST_PATH as MANIFEST3D_PATH
 from simpatterns.detectors.contract import load_detector, normalize_label, source_hash
 from simpatterns.files import atomic_write
 
@@ -63,10 +66,28 @@ ORDER: list[tuple[str, str]] = [
     ("comes_to_rest.py", HAND),  # "stopped moving"
 ]
 
+ORDER_3D: list[tuple[str, str]] = [
+    ("contact_start.py", GUIDED),
+    ("contact_end.py", GUIDED),
+    ("bounce.py", GUIDED),
+    ("support.py", GUIDED),
+    ("at_rest.py", GUIDED),
+    ("airborne.py", GUIDED),
+    ("crossing_formed.py", GUIDED),  # rope patterns
+    ("crossing_removed.py", GUIDED),
+    ("loop_tightened.py", GUIDED),
+    ("bead_dragged.py", GUIDED),
+]
 
-def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
+
+def worlds() -> dict[str, tuple[Path, Path, list[tuple[str, str]]]]:
+    """world -> (folder, manifest, order)."""
+    return {"phyre": (BUILTIN_DIR, MANIFEST_PATH, ORDER), "3d": (BUILTIN3D_DIR, MANIFEST3D_PATH, ORDER_3D)}
+
+
+def build_manifest(folder: Path = BUILTIN_DIR, order: list[tuple[str, str]] = ORDER) -> dict:
     """The manifest dict for the detector files in ``folder``; raises ValueError on any inconsistency."""
-    listed = [name for name, _ in ORDER]
+    listed = [name for name, _ in order]
     present = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
     if sorted(listed) != present:
         raise ValueError(
@@ -74,7 +95,7 @@ def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
             f"missing {sorted(set(listed) - set(present))}"
         )
     patterns = []
-    for name, provenance in ORDER:
+    for name, provenance in order:
         source = (folder / name).read_text()
         det = load_detector(source, str(folder / name))
         if det.pattern.replace(" ", "_") + ".py" != name:
@@ -109,18 +130,25 @@ def build_manifest(folder: Path = BUILTIN_DIR) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report whether library.json is up to date")
+    parser.add_argument("--world", choices=["phyre", "3d", "all"], default="phyre",
+                        help="which built-in library (default: the PHYRE one)")
     args = parser.parse_args(argv)
-    text = json.dumps(build_manifest(), indent=2) + "\n"
-    if args.check:
-        current = MANIFEST_PATH.read_text() if MANIFEST_PATH.exists() else ""
-        if current != text:
-            print(f"{MANIFEST_PATH} is out of date; run python scripts/build_builtin_manifest.py", file=sys.stderr)
-            return 1
-        print(f"{MANIFEST_PATH} is up to date")
-        return 0
-    atomic_write(MANIFEST_PATH, text)
-    print(f"wrote {MANIFEST_PATH} ({len(ORDER)} patterns)")
-    return 0
+    status = 0
+    libraries = worlds()
+    for world in list(libraries) if args.world == "all" else [args.world]:
+        folder, manifest_path, order = libraries[world]
+        text = json.dumps(build_manifest(folder, order), indent=2) + "\n"
+        if args.check:
+            current = manifest_path.read_text() if manifest_path.exists() else ""
+            if current != text:
+                print(f"{manifest_path} is out of date; run python scripts/build_builtin_manifest.py", file=sys.stderr)
+                status = 1
+            else:
+                print(f"{manifest_path} is up to date")
+            continue
+        atomic_write(manifest_path, text)
+        print(f"wrote {manifest_path} ({len(order)} patterns)")
+    return status
 
 
 if __name__ == "__main__":

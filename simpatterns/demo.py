@@ -24,8 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from simpatterns.cli_support import fail, print_table
+
 from simpatterns.files import atomic_open, atomic_write
-from simpatterns.parallel import make_executor
+from simpatterns.parallel import executor_options, make_executor
 
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
@@ -109,9 +111,7 @@ def demo(
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        console.print(f"[red]error:[/red] {escape(str(out))}: cannot create the report folder "
-                      f"({escape(exc.strerror or str(exc))})", soft_wrap=True)  # a long path is not folded
-        raise typer.Exit(2)
+        fail(f"{out}: cannot create the report folder ({exc.strerror or exc})")
     data_dir = out / "dataset"
     summary: dict[str, Any] = {"seed": seed}
 
@@ -143,7 +143,7 @@ def demo(
             counts[e.pattern] = counts.get(e.pattern, 0) + 1
         top = ", ".join(f"{k} x{v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:3])
         table.add_row(r["file"], str(ann.num_frames), str(len(ann.events)), top, "yes" if r["success"] else "no")
-    console.print(table)
+    print_table(table, console)  # the rollout column is never cut
 
     # 3. annotation text ------------------------------------------------------------------
     step("3. the annotation text of one rollout (what an LLM reads)")
@@ -173,7 +173,7 @@ def demo(
                       "clauses": [c.score for c in res.clauses]})
         table.add_row(r["file"], "yes" if r["success"] else "no", "yes" if res.success else "no",
                       f"{res.score:.3f}", *[f"{c.score:.2f}" for c in res.clauses])
-    console.print(table)
+    print_table(table, console)  # the rollout column is never cut
     summary["program"] = {"goal": DEMO_GOAL, "rollouts": evals}
 
     # 5. annealing ------------------------------------------------------------------------
@@ -298,4 +298,4 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo")(executor_options(demo))

@@ -6,13 +6,20 @@ wrappers: the data goes to a hidden temporary sibling first and is renamed
 over the target only when complete, so a reader never sees half a file and
 an interrupted write leaves the old file (or nothing) behind, never a
 temporary one. Errors name the user's path, not the temporary file.
+
+A process killed outright (SIGKILL, a power cut) cannot remove its temporary
+file; the next write into that folder does (`sweep_stale`): a temporary
+sibling is named ``.NAME.tmp-PID-HEX``, and one whose process is gone is
+removed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -20,6 +27,78 @@ from typing import IO, Any, Iterator
 
 class WriteError(OSError):
     """A file could not be written; the message names the target path and why."""
+
+
+# .NAME.tmp-PID-HEX (a file or, for a library, a folder); .NAME.old-PID-HEX (a folder moved aside)
+_TEMPORARY = re.compile(r"^\..+\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
+_swept: set[str] = set()
+
+
+def temporary_sibling(path: str | os.PathLike, kind: str = "tmp") -> Path:
+    """A hidden, unique sibling name for ``path`` (``kind`` "tmp" or "old") that
+    `sweep_stale` recognises once its process is gone."""
+    target = Path(path)
+    return target.with_name(f".{target.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or unknowable): leave its file alone
+    return True
+
+
+def sweep_stale(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary siblings in ``folder`` whose writing process is gone
+    (left by a killed run); returns what was removed."""
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = _TEMPORARY.match(name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        p = Path(folder) / name
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            removed.append(p)
+        except OSError:
+            pass
+    return removed
+
+
+def _sweep_once(folder: Path) -> None:
+    key = str(folder.resolve())
+    if key not in _swept:
+        _swept.add(key)
+        sweep_stale(folder)
+
+
+def check_target(path: str | os.PathLike) -> Path:
+    """Raise `WriteError` now if ``path`` cannot be written as a file (it is a folder,
+    or a file stands where a folder must go), creating nothing: a command checks its
+    outputs before it works, not after."""
+    target = Path(path)
+    if target.is_dir():
+        raise WriteError(f"{target}: is a directory; give a file name")
+    for folder in target.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise WriteError(f"{target}: cannot create its folder {target.parent} ({folder} is a file)")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise WriteError(f"{target}: cannot write in {folder} (permission denied)")
+            break
+    return target
 
 
 def _check_target(path: Path) -> None:
@@ -31,6 +110,7 @@ def _check_target(path: Path) -> None:
         raise WriteError(f"{path}: cannot create its folder {path.parent} ({exc.strerror or exc})") from None
     if not path.parent.is_dir():
         raise WriteError(f"{path}: {path.parent} is not a folder")
+    _sweep_once(path.parent)
 
 
 @contextmanager
@@ -45,7 +125,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
     _check_target(target)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = temporary_sibling(target)
     try:
         fh = open(tmp, mode, encoding=None if mode == "wb" else encoding)
     except OSError as exc:

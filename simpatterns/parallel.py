@@ -18,12 +18,21 @@ plugs in behind it without the callers changing:
 
 ``workers <= 1`` runs everything in this process (`InlineExecutor`): the
 same results, no pickling, easy to debug. `ProcessExecutor` is the local pool.
+`RayExecutor` runs the same work on a Ray cluster (``pip install
+simpatterns[ray]``): ``workers`` Ray actors, each building the setup once, on
+an existing cluster (``address``) or on a local one started on first use.
+Which backend `make_executor` uses is its ``backend`` argument, or else the
+process's default (`use_backend`, which the commands' ``--executor`` and
+``--address`` options set), so every caller runs on a cluster unchanged.
+`Executor.submit` runs one item and returns a `concurrent.futures.Future`, for
+callers that feed work as it arrives (the evolver's evaluator threads).
 Results never depend on the executor or the number of workers: each item is
 computed by the same function from the same inputs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
@@ -34,7 +43,63 @@ import time
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+BACKENDS = ("local", "ray")
+EXECUTOR_HELP = "where work runs: 'local' (this machine's processes) or 'ray' (a Ray cluster; needs the ray extra)"
+ADDRESS_HELP = "with --executor ray: the address of an existing Ray cluster (default: start a local one)"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where mapped work runs: ``name`` is ``"local"`` (this machine's processes) or
+    ``"ray"`` (a Ray cluster); ``address`` is an existing Ray cluster's address (None:
+    a local cluster is started on first use). Raises ValueError naming a bad value."""
+
+    name: str = "local"
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise ValueError(f"--executor must be one of {', '.join(BACKENDS)}, got {self.name!r}")
+        if self.address is not None and self.name != "ray":
+            raise ValueError(f"--address {self.address!r} needs --executor ray")
+
+    @staticmethod
+    def from_options(executor: str, address: str | None = None) -> "Backend":
+        """What the commands' ``--executor``/``--address`` name, checked before any work
+        starts: ValueError with one line for a bad name or a missing Ray install."""
+        backend = Backend(executor, address or None)
+        if backend.name == "ray":
+            try:
+                _import_ray()
+            except ImportError as exc:
+                raise ValueError(str(exc)) from None
+        return backend
+
+
+_default_backend = Backend()
+
+
+def default_backend() -> Backend:
+    """The backend `make_executor` uses when not told (see `use_backend`)."""
+    return _default_backend
+
+
+@contextlib.contextmanager
+def use_backend(name: str | Backend = "local", address: str | None = None) -> Iterator[Backend]:
+    """Within the block, executors made without an explicit ``backend`` run on this one
+    (how ``--executor``/``--address`` reach every job of a command). With ``"ray"`` it
+    checks that Ray is installed before anything runs."""
+    global _default_backend
+    backend = name if isinstance(name, Backend) else Backend(name, address)
+    if backend.name == "ray":
+        _import_ray()
+    previous, _default_backend = _default_backend, backend
+    try:
+        yield backend
+    finally:
+        _default_backend = previous
 
 
 @dataclass(frozen=True)
@@ -64,6 +129,16 @@ class Executor(ABC):
             out[i] = r
         return out
 
+    def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:
+        """Run ``fn`` on one item; the `Future` holds its result (or its exception).
+        Safe to call from several threads; items submitted together run in parallel."""
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(next(iter(self.imap(fn, [item])))[1])
+        except Exception as exc:  # noqa: BLE001 - the future carries it to the caller
+            fut.set_exception(exc)
+        return fut
+
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release workers; the executor cannot be used afterwards."""
 
@@ -81,6 +156,9 @@ class Executor(ABC):
         self.close()
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 class InlineExecutor(Executor):
     """Everything in this process, in input order."""
 
@@ -94,8 +172,10 @@ class InlineExecutor(Executor):
         if self._setup is None:
             return fn(item)
         if not self._built:
-            self._state = self._setup.build(*self._setup.args)
-            self._built = True
+            with _BUILD_LOCK:
+                if not self._built:
+                    self._state = self._setup.build(*self._setup.args)
+                    self._built = True
         return fn(self._state, item)
 
     def imap(self, fn: Callable[..., Any], items: Iterable[Any], *,
@@ -115,30 +195,50 @@ class WorkerStopped(Exception):
 
 
 _STOPPING = False
+_IN_ITEM = False
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _STOPPING
     _STOPPING = True
+    if not _IN_ITEM:  # waiting for work (or starting): nothing to unwind, exit without a traceback
+        os._exit(1)
     raise WorkerStopped("stopped by the parent")
+
+
+def _install_stop_handlers() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when work stops
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _worker_init(setup: WorkerSetup | None) -> None:
     global _WORKER_STATE, _WORKER_HAS_STATE
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when work stops
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    _install_stop_handlers()
     if setup is not None:
         _WORKER_STATE = setup.build(*setup.args)
         _WORKER_HAS_STATE = True
 
 
-def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+def _run_items(fn: Callable[..., Any], chunk: list[tuple[int, Any]], state: Any, has_state: bool
+               ) -> list[tuple[int, Any]]:
+    global _IN_ITEM
     out = []
-    for i, item in chunk:
-        if _STOPPING:
-            raise WorkerStopped("stopped by the parent")
-        out.append((i, fn(_WORKER_STATE, item) if _WORKER_HAS_STATE else fn(item)))
+    _IN_ITEM = True
+    try:
+        for i, item in chunk:
+            if _STOPPING:
+                raise WorkerStopped("stopped by the parent")
+            out.append((i, fn(state, item) if has_state else fn(item)))
+    finally:
+        _IN_ITEM = False
     return out
+
+
+def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    try:
+        return _run_items(fn, chunk, _WORKER_STATE, _WORKER_HAS_STATE)
+    except WorkerStopped:
+        os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
 
 
 def start_method() -> str:
@@ -160,19 +260,32 @@ def default_chunksize(n_items: int, workers: int) -> int:
 
 
 class ProcessExecutor(Executor):
-    """A local process pool; workers are started on first use and reused until `close`."""
+    """A local process pool, reused until `close`. With ``start=True`` (what
+    `make_executor` does) the workers start at once: a process that has not started a
+    thread yet (a progress bar's) can still fork them, far faster than a fork server
+    that imports everything again."""
 
-    def __init__(self, workers: int, setup: WorkerSetup | None = None):
+    def __init__(self, workers: int, setup: WorkerSetup | None = None, *, start: bool = False):
         self.workers = max(1, int(workers))
         self._setup = setup
         self._pool: ProcessPoolExecutor | None = None
+        self._submit_lock = threading.Lock()
+        if start:
+            self._ensure_pool()
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             ctx = multiprocessing.get_context(start_method())
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                              initializer=_worker_init, initargs=(self._setup,))
+            if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
+                self._pool.submit(int)            # the pool's own thread (or a progress bar's) starts
         return self._pool
+
+    def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:
+        with self._submit_lock:
+            inner = self._ensure_pool().submit(_run_chunk, fn, [(0, item)])
+        return _first_result(inner)
 
     def imap(self, fn: Callable[..., Any], items: Iterable[Any], *,
              chunksize: int | None = None) -> Iterator[tuple[int, Any]]:
@@ -195,9 +308,8 @@ class ProcessExecutor(Executor):
                     yield from fut.result()
         except BaseException:
             # Ctrl-C, a failed item, or the caller stopped iterating: stop now, not after
-            # the work in flight
-            for fut in pending:
-                fut.cancel()
+            # the work in flight. (No Future.cancel here: the pool's manager thread would fail
+            # on a future cancelled behind its back and print a traceback; `stop` cancels.)
             self.stop()
             raise
 
@@ -206,6 +318,7 @@ class ProcessExecutor(Executor):
         if pool is None:
             return
         processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop workers
+        pool.shutdown(wait=False, cancel_futures=True)  # queued work is dropped by the pool itself
         # SIGTERM first: the item in progress unwinds (temporary files removed); then SIGKILL
         # whatever has not exited after a short grace (a long C call cannot be interrupted)
         for p in processes:
@@ -225,7 +338,6 @@ class ProcessExecutor(Executor):
                     p.kill()
             except (OSError, AttributeError, AssertionError):
                 pass
-        pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:
             try:
                 p.join(timeout=2)
@@ -238,16 +350,230 @@ class ProcessExecutor(Executor):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-BACKENDS = ("local",)
+# ------------------------------------------------------------ Ray
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("--executor ray needs Ray: pip install 'simpatterns[ray]'") from None
+    return ray
 
 
-def make_executor(workers: int = 1, setup: WorkerSetup | None = None, *, backend: str = "local") -> Executor:
-    """The executor for ``workers`` on ``backend`` (``"local"``: this machine)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"executor backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+def ensure_ray(address: str | None = None) -> Any:
+    """The ``ray`` module, connected: to ``address`` if given, else to the cluster this
+    process is already connected to, else to a new local one (as many CPUs as the machine)."""
+    ray = _import_ray()
+    if not ray.is_initialized():
+        import logging
+
+        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=True, configure_logging=True)
+    return ray
+
+
+class _RayWorker:
+    """A Ray actor: builds the setup once, then runs chunks (cf. `_worker_init`)."""
+
+    def __init__(self, setup: WorkerSetup | None):
+        try:  # SIGTERM unwinds the item in progress, as in the local pool
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread: the actor is only killed
+            pass
+        self.state = None if setup is None else setup.build(*setup.args)
+        self.has_state = setup is not None
+
+    def where(self) -> tuple[str, int]:
+        import socket
+
+        return socket.gethostname(), os.getpid()
+
+    def run(self, fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        return _run_items(fn, chunk, self.state, self.has_state)
+
+
+_RAY_ACTOR: Any = None
+
+
+def _ray_actor_class() -> Any:
+    global _RAY_ACTOR
+    if _RAY_ACTOR is None:
+        _RAY_ACTOR = _import_ray().remote(num_cpus=1, max_restarts=0)(_RayWorker)
+    return _RAY_ACTOR
+
+
+class RayExecutor(Executor):
+    """``workers`` Ray actors (one CPU each) on an existing cluster (``address``) or a
+    local one, each building the `WorkerSetup` once. The setup and each function go
+    to the object store once; chunks go to the least busy actor, two in flight per
+    actor; numpy arrays in results come back without copies. ``workers`` is capped
+    at the cluster's CPUs (an actor beyond them would wait forever). Stopping
+    cancels queued chunks, sends SIGTERM to actors on this host so the item in
+    progress unwinds, then kills every actor. The cluster itself stays up for the
+    next executor of this process."""
+
+    def __init__(self, workers: int, setup: WorkerSetup | None = None, *, address: str | None = None):
+        self._ray = ensure_ray(address)
+        cpus = int(self._ray.cluster_resources().get("CPU", 1))
+        self.workers = max(1, min(int(workers), cpus))
+        self._setup = setup
+        self._actors: list[Any] | None = None
+        self._where: list[Any] = []
+        self._busy: list[int] = []
+        self._lock = threading.Lock()
+        self._fn_refs: dict[int, tuple[Any, Any]] = {}
+
+    def _ensure_actors(self) -> list[Any]:
+        with self._lock:
+            if self._actors is None:
+                setup_ref = self._ray.put(self._setup)
+                cls = _ray_actor_class()
+                self._actors = [cls.remote(setup_ref) for _ in range(self.workers)]
+                self._where = [a.where.remote() for a in self._actors]  # answered before any chunk
+                self._busy = [0] * self.workers
+            return self._actors
+
+    def _fn_ref(self, fn: Callable[..., Any]) -> Any:
+        with self._lock:  # keyed by id, the function kept alive beside its ref
+            if id(fn) not in self._fn_refs:
+                self._fn_refs[id(fn)] = (fn, self._ray.put(fn))
+            return self._fn_refs[id(fn)][1]
+
+    def _send(self, fn_ref: Any, chunk: list[tuple[int, Any]]) -> tuple[Any, int]:
+        actors = self._ensure_actors()
+        with self._lock:
+            k = min(range(len(actors)), key=self._busy.__getitem__)
+            self._busy[k] += 1
+        return actors[k].run.remote(fn_ref, chunk), k
+
+    def _done(self, k: int) -> None:
+        with self._lock:
+            self._busy[k] -= 1
+
+    def imap(self, fn: Callable[..., Any], items: Iterable[Any], *,
+             chunksize: int | None = None) -> Iterator[tuple[int, Any]]:
+        indexed = list(enumerate(items))
+        if not indexed:
+            return
+        size = chunksize or default_chunksize(len(indexed), self.workers)
+        chunks = [indexed[k:k + size] for k in range(0, len(indexed), size)]
+        fn_ref = self._fn_ref(fn)
+        pending: dict[Any, int] = {}
+        next_chunk = 0
+        try:
+            while next_chunk < len(chunks) or pending:
+                while next_chunk < len(chunks) and len(pending) < 2 * self.workers:
+                    ref, k = self._send(fn_ref, chunks[next_chunk])
+                    pending[ref] = k
+                    next_chunk += 1
+                done, _ = self._ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    self._done(pending.pop(ref))
+                    yield from self._get(ref)
+        except BaseException:
+            for ref in pending:
+                try:
+                    self._ray.cancel(ref)
+                except Exception:  # noqa: BLE001 - best effort: the actors are killed next
+                    pass
+            self.stop()
+            raise
+
+    def _get(self, ref: Any) -> Any:
+        try:
+            return self._ray.get(ref)
+        except self._ray.exceptions.RayTaskError as exc:  # the item's own exception, as locally
+            raise _cause(exc) from None
+
+    def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:
+        ref, k = self._send(self._fn_ref(fn), [(0, item)])
+        inner = ref.future()
+        inner.add_done_callback(lambda _f: self._done(k))
+        return _first_result(inner, unwrap=_cause)
+
+    def stop(self) -> None:
+        with self._lock:
+            actors, self._actors = self._actors, None
+        if not actors:
+            return
+        import socket
+
+        host = socket.gethostname()
+        try:
+            where = self._ray.get(self._where, timeout=STOP_GRACE_S)
+        except Exception:  # noqa: BLE001 - an actor that never started: it is only killed
+            where = []
+        for h, pid in where:
+            if h == host:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        if where:
+            time.sleep(STOP_GRACE_S)
+        for a in actors:
+            try:
+                self._ray.kill(a)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self._fn_refs.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            actors, self._actors = self._actors, None
+        for a in actors or []:
+            try:
+                self._ray.kill(a)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self._fn_refs.clear()
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The exception an item raised inside a Ray worker (Ray wraps it)."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+def _first_result(inner: Future[list[tuple[int, Any]]],
+                  unwrap: Callable[[BaseException], BaseException] = lambda e: e) -> Future[Any]:
+    """A future of a one-item chunk's result -> a future of the item's result."""
+    outer: Future[Any] = Future()
+
+    def done(f: Future[list[tuple[int, Any]]]) -> None:
+        if f.cancelled():
+            outer.cancel()
+            outer.set_running_or_notify_cancel()
+        elif f.exception() is not None:
+            outer.set_exception(unwrap(f.exception()))
+        else:
+            outer.set_result(f.result()[0][1])
+
+    inner.add_done_callback(done)
+    return outer
+
+
+def runs_inline(workers: int, backend: str | Backend | None = None) -> bool:
+    """Whether `make_executor` with these arguments runs in this process (no pickling)."""
+    name = (backend.name if isinstance(backend, Backend) else backend) or default_backend().name
+    return name == "local" and workers <= 1
+
+
+def make_executor(workers: int = 1, setup: WorkerSetup | None = None, *,
+                  backend: str | Backend | None = None) -> Executor:
+    """The executor for ``workers`` on ``backend`` (a name or a `Backend`; None: the
+    process default, see `use_backend`). Local: ``workers <= 1`` runs in this process,
+    more in a process pool started now. Ray: ``workers`` actors on the cluster."""
+    if backend is None:
+        chosen = default_backend()
+    elif isinstance(backend, Backend):
+        chosen = backend
+    else:
+        chosen = Backend(backend)
+    if chosen.name == "ray":
+        return RayExecutor(workers, setup, address=chosen.address)
     if workers <= 1:
         return InlineExecutor(setup)
-    return ProcessExecutor(workers, setup)
+    return ProcessExecutor(workers, setup, start=True)
 
 
 def default_workers() -> int:
@@ -258,14 +584,50 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a typer command that maps work the ``--executor`` and ``--address`` options
+    (named and explained the same on every command) and run it on that backend
+    (`use_backend`); a bad value or a missing Ray install exits with one line."""
+    import functools
+    import inspect
+
+    import typer
+
+    signature = inspect.signature(command, eval_str=True)
+    extra = [
+        inspect.Parameter("executor", inspect.Parameter.KEYWORD_ONLY, annotation=str,
+                          default=typer.Option("local", "--executor", help=EXECUTOR_HELP)),
+        inspect.Parameter("address", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                          default=typer.Option(None, "--address", help=ADDRESS_HELP)),
+    ]
+
+    @functools.wraps(command)
+    def run(*args: Any, executor: str = "local", address: str | None = None, **kwargs: Any) -> Any:
+        try:
+            backend = Backend.from_options(executor, address)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        with use_backend(backend):
+            return command(*args, **kwargs)
+
+    params = list(signature.parameters.values())
+    tail = [p for p in params if p.kind == inspect.Parameter.VAR_KEYWORD]
+    run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in params if p.kind != inspect.Parameter.VAR_KEYWORD] + extra + tail)
+    run.__annotations__ = {**command.__annotations__, "executor": str, "address": Optional[str]}
+    return run
+
+
 # ------------------------------------------------------------ progress
 class ProgressBar:
     """A progress bar on stderr with done/total, elapsed and remaining time.
 
     Use as a context manager; `advance` after each finished item and `log` for
-    a line above the bar. ``enabled=False`` makes every call a no-op."""
+    a line above the bar. ``enabled=False`` makes every call a no-op. ``console``:
+    a Rich console (default: a new one on stderr)."""
 
-    def __init__(self, description: str, total: int | None, enabled: bool = True):
+    def __init__(self, description: str, total: int | None, enabled: bool = True, console: Any = None):
         self.enabled = enabled
         self._progress: Any = None
         self._task: Any = None
@@ -275,27 +637,36 @@ class ProgressBar:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                  console=Console(stderr=True), transient=False)
+                                  console=console or Console(stderr=True), transient=False,
+                                  auto_refresh=False)  # no refresh thread: a pool forks safely
+        self._last_refresh = 0.0
         self._task = self._progress.add_task(description, total=total)
 
     def __enter__(self) -> "ProgressBar":
         if self._progress is not None:
             self._progress.start()
+            self._progress.refresh()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
+            self._progress.refresh()
             self._progress.stop()
 
     def advance(self, n: int = 1) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, n)
+            now = time.monotonic()
+            if now - self._last_refresh > 0.1:  # redrawn as items finish, at most 10 times a second
+                self._last_refresh = now
+                self._progress.refresh()
 
     def log(self, message: str) -> None:
         if self._progress is not None:
             self._progress.console.print(message, markup=False, highlight=False)
+            self._progress.refresh()
 
 
 def parallel_map(
@@ -307,11 +678,13 @@ def parallel_map(
     progress: str | None = None,
     chunksize: int | None = None,
     executor: Executor | None = None,
+    backend: str | Backend | None = None,
 ) -> Iterator[tuple[int, Any]]:
-    """``(index, result)`` as they finish, over a fresh executor for ``workers`` (or
-    the given ``executor``), with a progress bar labelled ``progress`` when given."""
+    """``(index, result)`` as they finish, over a fresh executor for ``workers`` on
+    ``backend`` (default: the process's, see `use_backend`) or the given ``executor``,
+    with a progress bar labelled ``progress`` when given."""
     own = executor is None
-    ex = executor or make_executor(workers, setup)
+    ex = executor or make_executor(workers, setup, backend=backend)
     results = ex.imap(fn, items, chunksize=chunksize)
     try:
         with ProgressBar(progress or "", len(items), enabled=progress is not None) as bar:

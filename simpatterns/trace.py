@@ -2,24 +2,33 @@
 
 Every module downstream (detectors, annotation, distances, reward programs,
 environments) reads traces through this class only. Arrays are columnar so
-detectors vectorise over frames and bodies:
+detectors vectorise over frames and bodies. ``D = trace.dim`` is 2 for planar
+(PHYRE, pymunk) traces and 3 for MuJoCo traces:
 
 - ``time[T]``: seconds since the start of the rollout, one row per stored frame.
 - ``position[T, N, D]``, ``velocity[T, N, D]``: body centres (centre of mass
-  for dynamic bodies) in scene units (pixels for PHYRE scenes, y up).
-- ``angle[T, N]`` (2D, radians, counter-clockwise) or ``quaternion[T, N, 4]``
-  (3D, w-x-y-z), and ``angular_velocity[T, N]`` (2D) / ``[T, N, 3]`` (3D).
+  for dynamic bodies) and their world-frame linear velocity, in scene units
+  (pixels for PHYRE scenes, y up; metres for MuJoCo scenes, up is
+  ``-meta["gravity"]``, +z when there is no gravity).
+- orientation: 2D ``angle[T, N]`` (radians, counter-clockwise) and
+  ``angular_velocity[T, N]`` (rad/s); 3D ``quaternion[T, N, 4]`` (w, x, y, z:
+  body frame to world, read-only), ``angular_velocity[T, N, 3]`` (world frame,
+  rad/s) and ``angle[T, N]`` = the tilt, the angle in radians between the
+  body's own z axis and world +z (0 upright, pi upside down), so a detector
+  asking "did it tip over" reads the same field in both worlds.
+  ``quaternion`` is None in 2D traces.
 - contacts as flat rows, one per touching body pair per stored frame:
   ``contact_frame[K]``, ``contact_a[K]``, ``contact_b[K]`` (body indices,
-  ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (from a
-  towards b), ``contact_impulse[K]`` (normal+tangent impulse magnitude
-  applied during that step). Rows are sorted by (frame, a, b), so
-  ``np.searchsorted(contact_frame, f)`` finds a frame's rows and
-  ``contact_row(frame, a, b)`` a pair's row.
+  ``a < b``), ``contact_point[K, D]``, ``contact_normal[K, D]`` (unit, from a
+  towards b), ``contact_impulse[K]`` (impulse applied during that step: the
+  normal+tangent impulse magnitude in 2D; in 3D the normal force times the
+  physics timestep, summed over the pair's contact points). Rows are sorted by
+  (frame, a, b), so ``np.searchsorted(contact_frame, f)`` finds a frame's rows
+  and ``contact_row(frame, a, b)`` a pair's row.
 - ``events``: raw simulator events, ``RawEvent(kind, frame, params)`` with kinds
   ``CollisionStart``, ``CollisionEnd`` and ``TaskComplete``.
 - ``meta``: simulator, template, variant, seed, action, dt, stride, world size,
-  success, ...
+  success, gravity, ...
 
 Frame indices always index the stored rows. With ``meta["stride"] == k`` a
 stored frame ``f`` is physics step ``f * k``.
@@ -40,6 +49,10 @@ gathers them into an `Episode`):
   contact of the last frame holds to the horizon (and nothing new starts);
   absent or None: nothing is known about the frames after the last one.
 - ``goal``: the two bodies whose contact is the task's success (PHYRE).
+
+On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
+``header`` with the format name and version. Version 2 added the optional
+``quaternion`` array and 3D traces; version-1 files (2D only) still load.
 """
 
 from __future__ import annotations
@@ -48,7 +61,10 @@ import io
 import json
 import math
 import os
+import re
+import struct
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -58,7 +74,7 @@ import numpy as np
 from simpatterns.files import atomic_open
 
 FORMAT_NAME = "simpatterns-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
 
 HORIZON_KEY = "horizon"
 STOPPED_KEY = "stopped"
@@ -81,11 +97,15 @@ class Body:
     """One body of the scene, with the words a person (or an LLM) would use.
 
     ``parts`` describe the collision geometry in the body's local frame
-    (origin = the body's recorded position, unrotated): each part is
+    (origin = the body's recorded position, unrotated). 2D parts are
     ``{"kind": "circle", "center": [x, y], "radius": r}`` or
-    ``{"kind": "poly", "vertices": [[x, y], ...]}``. ``size`` holds the
-    template-level dimensions (``radius``, ``length``, ``thickness``,
-    ``width``, ``height``) that are meaningful for the body's shape.
+    ``{"kind": "poly", "vertices": [[x, y], ...]}``. 3D parts have ``kind``
+    (ball, box, capsule, cylinder, ellipsoid, plane, mesh, ...), ``center``
+    ``[x, y, z]``, ``quat`` (w, x, y, z, part to body frame) and ``radius``
+    (the bounding-sphere radius), plus ``half_size`` (box, ellipsoid) or
+    ``half_length`` and ``radius_cross`` (capsule, cylinder). ``size`` holds
+    the dimensions that are meaningful for the body's shape (``radius``,
+    ``length``, ``thickness``, ``width``, ``height``, ``depth``).
     """
 
     name: str
@@ -101,12 +121,11 @@ class Body:
         """Largest distance from the body origin to any point of its geometry."""
         best = 0.0
         for part in self.parts:
-            if part["kind"] == "circle":
-                cx, cy = part["center"]
-                best = max(best, math.hypot(cx, cy) + part["radius"])
+            if "vertices" in part:
+                for v in part["vertices"]:
+                    best = max(best, math.hypot(*v))
             else:
-                for vx, vy in part["vertices"]:
-                    best = max(best, math.hypot(vx, vy))
+                best = max(best, math.hypot(*part["center"]) + part["radius"])
         return best
 
     def to_json(self) -> dict[str, Any]:
@@ -209,6 +228,15 @@ _ARRAY_FIELDS = (
     "contact_normal",
     "contact_impulse",
 )
+# arrays only some traces have (None otherwise): 3D orientation
+_OPTIONAL_ARRAY_FIELDS = ("quaternion",)
+_ALL_ARRAY_FIELDS = _ARRAY_FIELDS + _OPTIONAL_ARRAY_FIELDS
+_INDEX_FIELDS = frozenset({"contact_frame", "contact_a", "contact_b"})  # integers; every other array is float
+# What a trace file may declare, checked before anything is read: a file cannot make the
+# loader allocate more than this (PHYRE traces take ~100 KB, a long 3D rope a few MB).
+MAX_TRACE_BYTES = 256 << 20
+MAX_HEADER_BYTES = 16 << 20
+ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS = _ARRAY_FIELDS, _OPTIONAL_ARRAY_FIELDS  # what a trace file holds
 
 
 @dataclass
@@ -229,8 +257,12 @@ class Trace:
     contact_impulse: np.ndarray
     events: list[RawEvent] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    quaternion: np.ndarray | None = None  # [T, N, 4] (w, x, y, z) in 3D traces, None in 2D
 
     def __post_init__(self) -> None:
+        if self.quaternion is not None:  # a read-only view: detectors share it (the caller's array is untouched)
+            self.quaternion = self.quaternion.view()
+            self.quaternion.flags.writeable = False
         names = [b.name for b in self.bodies]
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
@@ -405,6 +437,7 @@ class Trace:
         """Write one compressed ``.npz`` atomically, creating missing folders."""
         path = Path(path)
         arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
+        arrays.update({n: getattr(self, n) for n in _OPTIONAL_ARRAY_FIELDS if getattr(self, n) is not None})
         header = json.dumps(self.header(), default=_json_default).encode()
         arrays["header"] = np.frombuffer(header, dtype=np.uint8)
         with atomic_open(path, "wb") as fh:
@@ -423,16 +456,27 @@ class Trace:
 
     @staticmethod
     def from_bytes(raw: bytes, source: str = "<bytes>") -> "Trace":
+        """Parse a trace file's bytes. Every array's declared dtype and shape are checked
+        against the format (and its size against `MAX_TRACE_BYTES`) before any is read,
+        and the values (`validate`) before the trace is returned."""
         try:
-            npz = np.load(io.BytesIO(raw), allow_pickle=False)
-            files = set(npz.files)
+            npz = _NpzArrays(raw)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
             raise TraceFormatError(
                 f"{source}: not a simpatterns trace (.npz could not be opened: {exc}); "
                 "the file may be truncated or of another format"
             ) from exc
+        return Trace._from_npz(npz, source)
+
+    @staticmethod
+    def _from_npz(npz: Any, source: str) -> "Trace":
+        files = set(npz.files)
         if "header" not in files:
             raise TraceFormatError(f"{source}: .npz has no 'header' entry; not a simpatterns trace")
+        declared = {n: _declared(npz, n, source) for n in files if n == "header" or n in _ALL_ARRAY_FIELDS}
+        shape, dtype = declared["header"]
+        if dtype != np.uint8 or len(shape) != 1 or shape[0] > MAX_HEADER_BYTES:
+            raise TraceFormatError(f"{source}: field 'header' must be at most {MAX_HEADER_BYTES} bytes of JSON")
         try:
             header = json.loads(npz["header"].tobytes().decode())
         except Exception as exc:  # zlib / json / unicode errors from a damaged file
@@ -451,42 +495,91 @@ class Trace:
         missing = [n for n in _ARRAY_FIELDS if n not in files]
         if missing:
             raise TraceFormatError(f"{source}: missing arrays {missing}")
+        bodies = _header_list(header, "bodies", source)
         try:
-            arrays = {n: npz[n] for n in _ARRAY_FIELDS}
+            bodies = [Body.from_json(b) for b in bodies]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TraceFormatError(f"{source}: header field 'bodies' is malformed ({exc!r})") from exc
+        _check_declared(declared, len(bodies), source)
+        try:
+            arrays = {n: npz[n] for n in _ALL_ARRAY_FIELDS if n in files}
         except Exception as exc:
             raise TraceFormatError(f"{source}: array data is corrupt ({exc})") from exc
         try:
-            bodies = [Body.from_json(b) for b in header["bodies"]]
-            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in header["events"]]
-            trace = Trace(bodies=bodies, events=events, meta=dict(header["meta"]), **arrays)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceFormatError(f"{source}: header field is malformed ({exc!r})") from exc
+            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in _header_list(header, "events", source)]
+        except (TypeError, ValueError) as exc:
+            raise TraceFormatError(f"{source}: header field 'events' is malformed ({exc!r})") from exc
+        meta = header.get("meta")
+        if not isinstance(meta, dict):
+            raise TraceFormatError(f"{source}: header field 'meta' is {type(meta).__name__}, expected an object")
+        try:
+            trace = Trace(bodies=bodies, events=events, meta=meta, **arrays)
+        except ValueError as exc:  # repeated body names
+            raise TraceFormatError(f"{source}: header field 'bodies': {exc}") from exc
         trace.validate(source)
         return trace
 
     def validate(self, source: str = "<trace>") -> None:
-        """Check array shapes agree; raises `TraceFormatError` naming the field."""
+        """Check the arrays against the format: shapes agree, dtypes, finite values, time
+        increasing, contact rows and event frames in range; raises `TraceFormatError`
+        naming the field."""
         T, N = self.num_frames, self.num_bodies
+        if self.time.ndim != 1 or T < 1:
+            raise TraceFormatError(f"{source}: field 'time' has shape {self.time.shape}, expected (T,) with T >= 1")
+        if self.position.ndim != 3 or self.position.shape[2] not in (2, 3):
+            raise TraceFormatError(
+                f"{source}: field 'position' has shape {self.position.shape}, expected (T, N, 2) or (T, N, 3)"
+            )
+        D = self.dim
         expect = {
-            "position": (T, N),
-            "velocity": (T, N),
+            "position": (T, N, D),
+            "velocity": (T, N, D),
             "angle": (T, N),
-            "angular_velocity": (T, N),
+            "angular_velocity": (T, N) if D == 2 else (T, N, 3),
         }
-        for name, lead in expect.items():
+        if D == 3:
+            if self.quaternion is None:
+                raise TraceFormatError(f"{source}: field 'quaternion' is missing; a 3D trace needs it")
+            expect["quaternion"] = (T, N, 4)
+        elif self.quaternion is not None:
+            raise TraceFormatError(f"{source}: field 'quaternion' is set on a 2D trace; only 3D traces have it")
+        for name, shape in expect.items():
             arr = getattr(self, name)
-            if arr.shape[:2] != lead:
-                raise TraceFormatError(
-                    f"{source}: field {name!r} has shape {arr.shape}, expected leading {lead}"
-                )
+            if arr.shape != shape:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected {shape}")
+        for name in ("contact_point", "contact_normal"):
+            arr = getattr(self, name)
+            if arr.ndim != 2 or arr.shape[1] != D:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected (K, {D})")
         K = self.contact_frame.shape[0]
-        for name in ("contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
-            if getattr(self, name).shape[0] != K:
-                raise TraceFormatError(f"{source}: field {name!r} has {getattr(self, name).shape[0]} rows, expected {K}")
+        for name in ("contact_frame", "contact_a", "contact_b", "contact_impulse", "contact_point", "contact_normal"):
+            arr = getattr(self, name)
+            if arr.ndim != (2 if name in ("contact_point", "contact_normal") else 1) or arr.shape[0] != K:
+                raise TraceFormatError(f"{source}: field {name!r} has shape {arr.shape}, expected {K} rows")
+        for name in _ALL_ARRAY_FIELDS:
+            arr = getattr(self, name)
+            if arr is None:
+                continue
+            kind = "iu" if name in _INDEX_FIELDS else "f"
+            if arr.dtype.kind not in kind:
+                raise TraceFormatError(f"{source}: field {name!r} has dtype {arr.dtype}, expected "
+                                       f"{'integers' if name in _INDEX_FIELDS else 'floating point'}")
+            if kind == "f" and arr.size and not np.isfinite(arr).all():
+                bad = np.argwhere(~np.isfinite(arr))[0]
+                raise TraceFormatError(f"{source}: field {name!r} has a non-finite value at {tuple(int(i) for i in bad)}")
+        if T > 1 and not (np.diff(self.time) > 0).all():
+            i = int(np.flatnonzero(np.diff(self.time) <= 0)[0]) + 1
+            raise TraceFormatError(f"{source}: field 'time' does not increase at frame {i}")
         if K and (self.contact_frame.min() < 0 or self.contact_frame.max() >= T):
             raise TraceFormatError(f"{source}: field 'contact_frame' indexes outside [0, {T})")
-        if K and max(self.contact_a.max(), self.contact_b.max()) >= N:
-            raise TraceFormatError(f"{source}: contact body index outside [0, {N})")
+        for name in ("contact_a", "contact_b"):
+            arr = getattr(self, name)
+            if K and (arr.min() < 0 or arr.max() >= N):
+                raise TraceFormatError(f"{source}: field {name!r} has a body index outside [0, {N})")
+        for i, ev in enumerate(self.events):
+            if not 0 <= ev.frame < T:
+                raise TraceFormatError(f"{source}: header field 'events' entry {i} has frame {ev.frame}, "
+                                       f"outside [0, {T})")
 
     def __eq__(self, other: object) -> bool:
         # `equals`, so that ``==`` works on traces (e.g. in an env's info, which Gymnasium compares)
@@ -494,6 +587,12 @@ class Trace:
 
     def equals(self, other: "Trace") -> bool:
         """Bit-exact equality of arrays, bodies, events and meta (also ``==``)."""
+        for n in _OPTIONAL_ARRAY_FIELDS:
+            mine, theirs = getattr(self, n), getattr(other, n)
+            if (mine is None) != (theirs is None) or (
+                mine is not None and (mine.dtype != theirs.dtype or not np.array_equal(mine, theirs))
+            ):
+                return False
         if self.header() != other.header():
             return json.dumps(self.header(), default=_json_default, sort_keys=True) == json.dumps(
                 other.header(), default=_json_default, sort_keys=True
@@ -503,6 +602,101 @@ class Trace:
             and np.array_equal(getattr(self, n), getattr(other, n))
             for n in _ARRAY_FIELDS
         )
+
+
+_NPY_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (False|True), 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+_NPY_MAX_HEADER = 1 << 20  # numpy writes headers of a few hundred bytes
+
+
+@dataclass(frozen=True)
+class _Member:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran: bool
+    start: int  # where the data begins in the decompressed member
+    nbytes: int  # what the header declares
+
+
+class _NpzArrays:
+    """The arrays of an ``.npz`` held in memory, read as ``np.load`` reads them but
+    without its per-array costs (a ZipExtFile per member, ``ast.literal_eval`` of each
+    header): `declared` decompresses only a member's .npy header, and a member's data
+    is one ``zlib`` call that stops at the size its header declares (so a small file
+    cannot expand into more than it declared), CRC-checked."""
+
+    def __init__(self, raw: bytes):
+        self._raw = raw
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+        self._info = {i.filename[:-4] if i.filename.endswith(".npy") else i.filename: i for i in zf.infolist()}
+        self.files = list(self._info)
+        self._members: dict[str, _Member] = {}
+
+    def _body(self, name: str) -> tuple[zipfile.ZipInfo, bytes]:
+        info = self._info[name]
+        start = info.header_offset
+        if self._raw[start:start + 4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header of {info.filename}")
+        name_len, extra_len = struct.unpack("<HH", self._raw[start + 26:start + 30])
+        begin = start + 30 + name_len + extra_len
+        if info.compress_type not in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED):
+            raise ValueError(f"{info.filename} uses an unsupported compression ({info.compress_type})")
+        return info, self._raw[begin:begin + info.compress_size]
+
+    @staticmethod
+    def _inflate(info: zipfile.ZipInfo, body: bytes, limit: int) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of the member, and whether that is all of it."""
+        if info.compress_type == zipfile.ZIP_STORED:
+            return body[:limit], len(body) <= limit
+        d = zlib.decompressobj(-15)
+        data = d.decompress(body, limit)
+        return data, d.eof and not d.unconsumed_tail
+
+    def declared(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype from the member's .npy header (only the header is inflated)."""
+        if name not in self._members:
+            info, body = self._body(name)
+            head, _ = self._inflate(info, body, 12)
+            if head[:6] != b"\x93NUMPY" or len(head) < 12:
+                raise ValueError(f"{info.filename} is not a .npy array")
+            if head[6] == 1:
+                (hlen,), hstart = struct.unpack("<H", head[8:10]), 10
+            else:
+                (hlen,), hstart = struct.unpack("<I", head[8:12]), 12
+            if hlen > _NPY_MAX_HEADER:
+                raise ValueError(f"{info.filename} has a {hlen}-byte .npy header")
+            head, _ = self._inflate(info, body, hstart + hlen)
+            m = _NPY_HEADER.match(head[hstart:hstart + hlen].decode("latin1"))
+            if m is not None:
+                dtype, fortran = np.dtype(m.group(1)), m.group(2) == "True"
+                shape = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+            else:  # an unusual header (structured dtype, ...): numpy parses it, still only the header
+                fh = io.BytesIO(head)
+                version = np.lib.format.read_magic(fh)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, fortran, dtype = read(fh)
+                shape = tuple(int(n) for n in shape)
+            count = math.prod(shape)
+            self._members[name] = _Member(shape, dtype, bool(fortran), hstart + hlen, count * dtype.itemsize)
+        m = self._members[name]
+        return m.shape, m.dtype
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        self.declared(name)
+        m = self._members[name]
+        if m.dtype.hasobject:
+            raise ValueError(f"{name} holds Python objects")
+        info, body = self._body(name)
+        data, complete = self._inflate(info, body, m.start + m.nbytes)
+        if len(data) < m.start + m.nbytes:
+            raise ValueError(f"{info.filename} holds less data than its header declares")
+        if not complete:
+            raise ValueError(f"{info.filename} holds more data than its header declares")
+        if zlib.crc32(data) != info.CRC:
+            raise zipfile.BadZipFile(f"bad CRC of {info.filename}")
+        # a writable array of its own (np.load's are too); bytearray -> no second copy
+        flat = np.frombuffer(bytearray(data[m.start:]), dtype=m.dtype, count=math.prod(m.shape))
+        return flat.reshape(m.shape, order="F" if m.fortran else "C")
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -570,3 +764,43 @@ def collision_events(
         RawEvent(kind, frame, {"object_a": names[key // n], "object_b": names[key % n]})
         for frame, key, kind in events
     ]
+
+
+def _declared(npz: "_NpzArrays", name: str, source: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype an .npz member declares in its .npy header (nothing else is read)."""
+    try:
+        shape, dtype = npz.declared(name)
+    except Exception as exc:  # noqa: BLE001 - any damage to the member is this field's error
+        raise TraceFormatError(f"{source}: field {name!r} is not a readable array ({exc})") from exc
+    if dtype.hasobject or dtype.fields is not None:
+        raise TraceFormatError(f"{source}: field {name!r} has dtype {dtype}, expected plain numbers")
+    return shape, dtype
+
+
+def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bodies: int, source: str) -> None:
+    """Shapes agree with the header's bodies and the time axis, and the sizes with
+    `MAX_TRACE_BYTES`, before any array is read."""
+    total = 0
+    for name, (shape, dtype) in declared.items():
+        if name == "header":
+            continue
+        if any(n < 0 for n in shape):
+            raise TraceFormatError(f"{source}: field {name!r} declares shape {shape}")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > MAX_TRACE_BYTES:
+            raise TraceFormatError(f"{source}: field {name!r} declares {nbytes} bytes, more than a trace may "
+                                   f"hold ({MAX_TRACE_BYTES})")
+        total += nbytes
+    if total > MAX_TRACE_BYTES:
+        raise TraceFormatError(f"{source}: arrays declare {total} bytes, more than a trace may hold ({MAX_TRACE_BYTES})")
+    (time_shape, _), (pos_shape, _) = declared["time"], declared["position"]
+    if len(pos_shape) != 3 or pos_shape[:2] != (time_shape[0] if time_shape else -1, n_bodies):
+        raise TraceFormatError(f"{source}: field 'position' declares shape {pos_shape}, expected "
+                               f"(T={time_shape[0] if time_shape else '?'}, N={n_bodies}, D) for the header's bodies")
+
+
+def _header_list(header: dict[str, Any], key: str, source: str) -> list[Any]:
+    value = header.get(key)
+    if not isinstance(value, list):
+        raise TraceFormatError(f"{source}: header field {key!r} is {type(value).__name__}, expected a list")
+    return value

@@ -47,7 +47,7 @@ from simpatterns.annotate.sandboxed import DEFAULT_POLICY, SandboxPolicy, run_un
 from simpatterns.annotation import Annotation, EventList
 from simpatterns.detectors.contract import Detector, DetectorError, validate_events
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.parallel import Executor, ProgressBar, WorkerSetup, make_executor
+from simpatterns.parallel import Executor, ProgressBar, WorkerSetup, make_executor, runs_inline
 from simpatterns.sandbox.gate import check_untrusted
 from simpatterns.trace import Trace, TraceFormatError
 
@@ -130,7 +130,7 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
 def _library_setup(library: PatternLibrary, workers: int) -> WorkerSetup:
     """The library in every worker: itself in this process, else rebuilt once per worker
     from its spec (records and sources; detectors hold functions, which do not pickle)."""
-    if workers <= 1:
+    if runs_inline(workers):
         return WorkerSetup(_same, (library,))
     return WorkerSetup(PatternLibrary.from_spec, (library.to_spec(),))
 
@@ -193,13 +193,17 @@ def annotate_iter(
         it if isinstance(it, str) else str(it.meta.get("trace_id") or f"#{i}") for i, it in enumerate(items)
     ]
     check_untrusted(library)
-    return _run(items, ids, library, max(1, min(workers, len(items))), on_error, sandbox or DEFAULT_POLICY)
+    workers = max(1, min(workers, len(items)))
+    # started here, not on the first result: a local pool forks now, before the caller's
+    # progress bar starts a thread (forking a threaded process needs a slow fork server)
+    executor = make_executor(workers, _library_setup(library, workers))
+    return _run(items, ids, library, executor, on_error, sandbox or DEFAULT_POLICY)
 
 
-def _run(items: list[Trace | str], ids: list[str], library: PatternLibrary, workers: int, on_error: str,
+def _run(items: list[Trace | str], ids: list[str], library: PatternLibrary, executor: Executor, on_error: str,
          policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
     phases = plan_phases(library)
-    with make_executor(workers, _library_setup(library, workers)) as executor:
+    with executor:
         if len(phases) == 1 and phases[0][0]:  # trusted only: each trace is one job
             yield from executor.imap(_annotate_item, [(it, ids[i], on_error) for i, it in enumerate(items)])
         else:

@@ -116,6 +116,8 @@ def captioned_gif(
     at each shown frame (since the previous shown one) captioned under it."""
     from simpatterns.simulators.phyre.render import caption_strip, render_frames
 
+    if trace.dim == 3:  # MuJoCo traces: a side view drawn from the trace alone
+        from simpatterns.simulators.mujoco.sketch import render_frames
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     if fps <= 0:

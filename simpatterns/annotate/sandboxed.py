@@ -113,14 +113,17 @@ def run_untrusted_phase(states: list[TraceState], library: PatternLibrary, label
                         policy: SandboxPolicy) -> None:
     """Run the untrusted ``labels`` (one phase: independent of each other) on every trace
     of ``states`` in the shared sandbox, adding their events, timings and errors."""
-    from simpatterns.sandbox.pool import SandboxError
+    from simpatterns.sandbox.pool import SandboxError, SandboxRefused
 
     needed = sorted(needed_labels(library, labels))
     traces = [st.trace for st in states]
     with _SHARED.lock:
         t0 = time.perf_counter()
         try:
-            sandbox = _SHARED.get(traces, policy)
+            try:
+                sandbox = _SHARED.get(traces, policy)
+            except SandboxRefused:
+                raise  # not a detector's failure: the whole run stops with the one line it says
             # a dependency that failed on a trace: [] there (the pattern is skipped on it anyway)
             if needed or sandbox.dependency_labels:  # each change costs the servers' spare child
                 sandbox.set_dependency_events({d: [st.events.get(d, []) for st in states] for d in needed})

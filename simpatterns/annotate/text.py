@@ -48,12 +48,12 @@ def _fmt_num(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _fmt_xy(p: np.ndarray) -> str:
-    return "(" + ", ".join(f"{float(c):.1f}" for c in p) + ")"
+def _fmt_xy(p: np.ndarray, digits: int = 1) -> str:
+    return "(" + ", ".join(f"{float(c):.{digits}f}" for c in p) + ")"
 
 
-def _size_text(size: dict[str, float]) -> str:
-    return ", ".join(f"{k} {_fmt_num(round(v, 1))}" for k, v in size.items())
+def _size_text(size: dict[str, float], digits: int = 1) -> str:
+    return ", ".join(f"{k} {_fmt_num(round(v, digits))}" for k, v in size.items())
 
 
 def scene_header(trace: Trace) -> str:
@@ -87,8 +87,10 @@ def scene_header(trace: Trace) -> str:
     world = meta.get("world_size")
     units = meta.get("units", "")
     rate = 1.0 / trace.dt if trace.dt > 0 else float("nan")
+    digits = 3 if units == "m" else 1  # metre-scale (MuJoCo) scenes need millimetres, pixel scenes do not
+    up = "z up" if trace.dim == 3 else "y up"
     world_text = (
-        " x ".join(_fmt_num(float(w)) for w in world) + f" {units}".rstrip() + ", y up, gravity down; "
+        " x ".join(_fmt_num(float(w)) for w in world) + f" {units}".rstrip() + f", {up}, gravity down; "
         if world else ""
     )
     duration = float(trace.time[-1] - trace.time[0]) if trace.num_frames else 0.0
@@ -112,15 +114,15 @@ def scene_header(trace: Trace) -> str:
         kind = body.shape if body.color in body.name else f"{body.color} {body.shape}"
         desc = [kind, "dynamic" if body.dynamic else "static"]
         if body.size:
-            desc.append(_size_text(body.size))
+            desc.append(_size_text(body.size, digits))
         if trace.dim == 2:
             ang = math.degrees(float(trace.angle[0, i]))
             if abs(ang) > 0.05:
                 desc.append(f"angle {ang:.0f} deg")
         speed = float(np.linalg.norm(trace.velocity[0, i]))
         if speed > 1e-6:
-            desc.append(f"initial velocity {_fmt_xy(trace.velocity[0, i])}")
-        lines.append(f"- {body.name}: {', '.join(desc)}, at {_fmt_xy(trace.position[0, i])}")
+            desc.append(f"initial velocity {_fmt_xy(trace.velocity[0, i], digits)}")
+        lines.append(f"- {body.name}: {', '.join(desc)}, at {_fmt_xy(trace.position[0, i], digits)}")
     if walls:
         lines.append(f"- walls (static, scene border): {', '.join(walls)}")
     return "\n".join(lines)
@@ -198,7 +200,9 @@ def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
     objs: Counter[str] = Counter()
     for ln in lines:
         objs.update(set(ln.objects))
-    who = ", ".join(f"{name} x{k}" for name, k in objs.most_common(6))
+    # ties by name: Counter order would follow set iteration, which differs between processes
+    top = sorted(objs.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
+    who = ", ".join(f"{name} x{k}" for name, k in top)
     more = f", +{len(objs) - 6} more" if len(objs) > 6 else ""
     frames = f" ({n_act} active frames)" if n_act != len(lines) else ""
     return (

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
+from simpatterns.cli_support import fail, out as console, print_table
 
-console = Console()
 library_app = typer.Typer(help="Inspect a pattern library (the built-in guided one by default).", no_args_is_help=True)
 
-LIBRARY_OPTION_HELP = "'builtin' or a library directory (with library.json)"
+LIBRARY_OPTION_HELP = "'builtin', 'builtin:3d' or a library directory (with library.json)"
 
 
 def open_library(spec: str):
-    """``builtin`` or a directory/manifest path -> `PatternLibrary`; exits with a clear error."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    """``builtin`` (PHYRE's), ``builtin:3d`` or a directory/manifest path -> `PatternLibrary`;
+    exits with a clear error."""
+    from simpatterns.detectors.library import LibraryError, resolve_library
 
     try:
-        return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec)
+        return resolve_library(spec)
     except LibraryError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
 @library_app.command("list")
@@ -37,7 +35,7 @@ def list_cmd(library: str = typer.Option("builtin", "--library", "-l", help=LIBR
             str(k), entry.label, entry.provenance, ", ".join(entry.depends) or "-",
             ", ".join(entry.params) or "-", "-" if entry.fitness is None else f"{entry.fitness:.3f}",
         )
-    console.print(table)
+    print_table(table)
 
 
 @library_app.command("show")
@@ -49,10 +47,9 @@ def show_cmd(
     """One pattern: description, dependencies, dependents, params and declarations, provenance and code."""
     lib = open_library(library)
     if name not in lib:
-        console.print(f"[red]error:[/red] {escape(f'no pattern {name!r}; patterns are: ' + ', '.join(lib.labels))}")
-        raise typer.Exit(2)
+        fail(f"{str(f'no pattern {name!r}; patterns are: ' + ', '.join(lib.labels))}")
     entry = lib.entry(name)
-    console.print(f"[bold]{escape(entry.label)}[/bold]  ({entry.provenance}"
+    console.print(f"{entry.label}  ({entry.provenance}"
                   + ("" if entry.fitness is None else f", fitness {entry.fitness:.3f}") + ")")
     console.print(entry.description, markup=False)
     console.print(f"depends on: {', '.join(entry.depends) or '-'}")

@@ -52,7 +52,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -68,6 +67,7 @@ from simpatterns.detectors.contract import (
     source_hash,
     untrusted_detector,
 )
+from simpatterns.files import WriteError, sweep_stale, temporary_sibling
 
 LIBRARY_FORMAT = "simpatterns-library"
 LIBRARY_VERSION = 1
@@ -81,6 +81,8 @@ def is_untrusted_record(rec: dict[str, Any]) -> bool:
     """True for a manifest record of LLM-written code (see the module docstring)."""
     return rec.get("provenance") in UNTRUSTED_PROVENANCES or EVOLVE_RECORD in rec
 BUILTIN_PACKAGE = "simpatterns.detectors.builtin"
+# the built-in libraries by world: PHYRE's 2D patterns (the default) and the 3D/rope patterns
+BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.builtin3d"}
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
@@ -196,6 +198,9 @@ class PatternLibrary:
         path = Path(path)
         if not path.exists():
             raise LibraryError(f"{path}: no such library directory or manifest")
+        if not path.is_dir() and path.name != MANIFEST:
+            raise LibraryError(f"{path}: not a pattern library (a folder with {MANIFEST}, as "
+                               f"`simpatterns discover --library DIR` writes)")
         manifest_path = path / MANIFEST if path.is_dir() else path
         directory = manifest_path.parent
         try:
@@ -212,13 +217,19 @@ class PatternLibrary:
         return lib
 
     @classmethod
-    def builtin(cls) -> "PatternLibrary":
-        """The guided library shipped in ``simpatterns/detectors/builtin``."""
-        root = resources.files(BUILTIN_PACKAGE)
+    def builtin(cls, world: str = "phyre") -> "PatternLibrary":
+        """A library shipped with the package: ``"phyre"`` (default) the guided 2D library in
+        ``simpatterns/detectors/builtin``; ``"3d"`` the 3D and rope library in
+        ``simpatterns/detectors/builtin3d``."""
+        package = BUILTIN_LIBRARIES.get(world)
+        if package is None:
+            raise LibraryError(f"no built-in library {world!r}; the built-in libraries are "
+                               f"{', '.join(sorted(BUILTIN_LIBRARIES))}")
+        root = resources.files(package)
         manifest_res = root.joinpath(MANIFEST)
         if not manifest_res.is_file():
-            raise LibraryError(f"the built-in library has no {MANIFEST} (package {BUILTIN_PACKAGE})")
-        where = f"{BUILTIN_PACKAGE}/{MANIFEST}"
+            raise LibraryError(f"the built-in library has no {MANIFEST} (package {package})")
+        where = f"{package}/{MANIFEST}"
         try:
             manifest = json.loads(manifest_res.read_text())
         except json.JSONDecodeError as exc:
@@ -590,8 +601,15 @@ class PatternLibrary:
         temporary sibling directory first, which then replaces ``path`` by rename
         (an existing ``path`` is moved aside and removed only after the swap)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp", dir=path.parent))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot create its folder {path.parent} ({exc.strerror or exc})") from None
+        if path.exists() and not path.is_dir():
+            raise LibraryError(f"{path}: is a file; a library is a folder")
+        sweep_stale(path.parent)  # what a killed save left behind
+        tmp = temporary_sibling(path)
+        tmp.mkdir()
         try:
             for k in self.order():
                 (tmp / self._entries[k].file).write_text(self._detectors[k].source)
@@ -599,7 +617,8 @@ class PatternLibrary:
             if path.exists():
                 if not (path / MANIFEST).is_file() and any(path.iterdir()):
                     raise LibraryError(f"{path}: exists and is not a pattern library (no {MANIFEST}); not replacing it")
-                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old", dir=path.parent))
+                old = temporary_sibling(path, "old")
+                old.mkdir()
                 os.rename(path, old / "lib")
                 try:
                     os.rename(tmp, path)
@@ -614,6 +633,17 @@ class PatternLibrary:
             raise
         self.path = path
         return path
+
+
+def resolve_library(spec: str | os.PathLike, trust_evolved: bool = False) -> PatternLibrary:
+    """The library a command-line ``--library`` value names: ``builtin`` (PHYRE's),
+    ``builtin:WORLD`` (``builtin:3d``), ``none`` (empty) or a library directory."""
+    text = str(spec)
+    if text == "none":
+        return PatternLibrary()
+    if text == "builtin" or text.startswith("builtin:"):
+        return PatternLibrary.builtin(text.split(":", 1)[1] if ":" in text else "phyre")
+    return PatternLibrary.load(text, trust_evolved=trust_evolved)
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:

@@ -229,12 +229,18 @@ class Checker:
         self.body_refs: list[BodyRef] = []  # every body the program names, for later scenes
 
     def report(self, code, message, span, suggestions=(), hint=""):
+        if len(self.errors) >= MAX_ERRORS:
+            raise _TooManyErrors(span)
         self.errors.append(error_at(code, message, span, self.program.source, self.program.filename,
                                     suggestions=suggestions, hint=hint))
 
     # ------------------------------------------------------------ structure
     def run(self) -> list[DSLError]:
-        self.clause(self.program.root, "the program")
+        try:
+            self.clause(self.program.root, "the program")
+        except _TooManyErrors as stop:  # each error costs a snippet and suggestions: bounded work
+            self.errors.append(error_at("too-many-errors", f"more than {MAX_ERRORS} errors; the check stopped here",
+                                        stop.span, self.program.source, self.program.filename))
         return self.errors
 
     def clause(self, node, where: str) -> None:
@@ -453,6 +459,15 @@ class Checker:
                     suggestions=[f'"{s}"' for s in close_matches(node.value, names)],
                     hint=f"bodies in this scene: {_listing(names)}; or a class such as \"green object\", "
                          "\"the goal object\", \"the agent's ball\", \"any wall\"")
+
+
+MAX_ERRORS = 50  # a program with more is not read further (checking time stays linear in its size)
+
+
+class _TooManyErrors(Exception):
+    def __init__(self, span) -> None:
+        super().__init__("too many errors")
+        self.span = span
 
 
 def check(program: Program | str, signatures: Any = None, bodies: "Sequence[Any] | None" = None) -> list[DSLError]:

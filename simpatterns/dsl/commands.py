@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from simpatterns.cli_support import EXIT_PARTIAL, err, fail, new_table, one_line, out as console, print_table
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
+    Concurrency,
     Grammar,
     LLMSpec,
     MaxRequests,
@@ -27,10 +26,8 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
     client_from_options,
-    fail,
 )
 
-console = Console()
 
 reward_app = typer.Typer(
     name="reward",
@@ -38,7 +35,7 @@ reward_app = typer.Typer(
     no_args_is_help=True,
 )
 
-LIBRARY_HELP = "'builtin', a library directory, or 'none' to skip pattern checks"
+LIBRARY_HELP = "'builtin', 'builtin:3d', a library directory, or 'none' to skip pattern checks"
 
 
 def _library(spec: str):
@@ -53,8 +50,7 @@ def _read(path: Path) -> str:
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(path))}: cannot read ({escape(str(exc))})")
-        raise typer.Exit(2)
+        fail(f"{path}: cannot read ({exc})")
 
 
 def _print_errors(errors) -> None:
@@ -106,8 +102,7 @@ def check_cmd(
     elif not as_json:
         n = len(parsed.clauses)
         fits = f"; fits {len(scenes)} variant{'s' if len(scenes) != 1 else ''} of template {template}" if scenes else ""
-        console.print(f"[green]ok[/green] {escape(str(program))}: {n} clause{'s' if n != 1 else ''}{escape(fits)}",
-                      soft_wrap=True)
+        console.print(f"ok {program}: {n} clause{'s' if n != 1 else ''}{fits}")
 
 
 def _template_scenes(template: str, variant: int | None) -> list[tuple[str, list]]:
@@ -173,24 +168,31 @@ def _load_trace(path: Path):
     try:
         return Trace.load(path)
     except TraceFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+        fail(f"{exc}")
 
 
-def _load_annotation(path: Path):
-    from simpatterns.annotation import Annotation, AnnotationFormatError
-
-    try:
-        return Annotation.load(path)
-    except AnnotationFormatError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2)
+def _eval_inputs(paths: list[Path]) -> list[Path]:
+    """Files as given; a folder gives its traces (``*.npz``) and annotations (``*.jsonl``), recursively."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                           and (q.name.endswith(".npz") or q.name.endswith(".jsonl")) and q.name != "index.jsonl")
+            if not found:
+                fail(f"{p}: no traces (.npz) or annotations (.jsonl) in this folder")
+            files += found
+        elif not p.exists():
+            fail(f"{p}: no such file or folder")
+        else:
+            files.append(p)
+    return files
 
 
 @reward_app.command("eval")
 def eval_cmd(
     program: Path = typer.Argument(..., help="reward program file (.rwd)"),
-    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library) or annotations (.jsonl)"),
+    traces: list[Path] = typer.Argument(..., help="traces (.npz, annotated with --library), annotations (.jsonl) "
+                                                  "or folders of them"),
     library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_HELP),
     explain: bool = typer.Option(False, "--explain", "-e", help="per-clause success, score and why"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per trace"),
@@ -198,8 +200,11 @@ def eval_cmd(
     """Evaluate a program on traces: success and dense score per trace (and per clause).
 
     A trace is annotated with the patterns the program reads (and their
-    dependencies) from --library; an annotation (.jsonl) is read as it is."""
+    dependencies) from --library; an annotation (.jsonl) is read as it is. A
+    file that cannot be read or evaluated is reported and skipped (exit 1)."""
+    from simpatterns.annotation import Annotation, AnnotationFormatError
     from simpatterns.dsl import DSLError, DSLErrors, RewardProgram
+    from simpatterns.trace import Trace, TraceFormatError
 
     lib = _library(library)
     text = _read(program)
@@ -208,47 +213,51 @@ def eval_cmd(
     except DSLErrors as exc:
         _print_errors(exc)
         raise typer.Exit(1)
-    table = Table(title=f"{escape(str(program))} on {len(traces)} trace(s)")
-    table.add_column("trace")
-    table.add_column("success")
-    table.add_column("score")
-    for k in range(len(reward.clauses)):
-        table.add_column(f"c{k + 1}")
-    failed = False
-    for path in traces:
+    files = _eval_inputs(traces)
+    if lib is None and reward.patterns and any(not f.name.endswith(".jsonl") for f in files):
+        fail("annotating a trace needs a library (--library builtin|PATH)")
+    table = new_table(f"{program} on {len(files)} trace(s)",
+                      ("trace", "success", "score", *[f"c{k + 1}" for k in range(len(reward.clauses))]))
+    scores: list[float] = []
+    n_success = 0
+    bad: list[str] = []
+    for path in files:
         ann, trace = None, None
-        if path.name.endswith(".jsonl"):
-            ann = _load_annotation(path)
-        else:
-            trace = _load_trace(path)
-            if lib is None and reward.patterns:
-                console.print("[red]error:[/red] annotating a trace needs a library (--library builtin|PATH)")
-                raise typer.Exit(2)
-            body_errors = reward.check_bodies(trace.names)
-            if body_errors:
-                _print_errors(DSLErrors(body_errors))
-                failed = True
-                continue
         try:
+            if path.name.endswith(".jsonl"):
+                ann = Annotation.load(path)
+            else:
+                trace = Trace.load(path)
+                body_errors = reward.check_bodies(trace.names)
+                if body_errors:
+                    _print_errors(DSLErrors(body_errors))
+                    bad.append(str(path))
+                    continue
             res = reward.evaluate(ann, trace, explain=explain or as_json)
-        except DSLError as exc:
-            typer.echo(f"{path}: {exc}")
-            failed = True
+        except (TraceFormatError, AnnotationFormatError, DSLError) as exc:
+            err.print(f"error: {path}: {one_line(str(exc))}" if str(path) not in str(exc) else
+                      f"error: {one_line(str(exc))}")
+            bad.append(str(path))
             continue
+        scores.append(res.score)
+        n_success += bool(res.success)
         if as_json:
             typer.echo(json.dumps({"trace": str(path), **res.to_json()}))
             continue
         if explain:
             typer.echo(f"== {path}")
             typer.echo(res.explain_text())
-        table.add_row(escape(str(path)), "yes" if res.success else "no", f"{res.score:.3f}",
+        table.add_row(str(path), "yes" if res.success else "no", f"{res.score:.3f}",
                       *[f"{c.score:.2f}" for c in res.clauses])
     if not as_json:
-        console.print(table)
+        print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
-            console.print(f"  c{k}: {escape(t)}")
-    if failed:
-        raise typer.Exit(1)
+            console.print(f"  c{k}: {t}")
+        if scores:
+            console.print(f"{len(scores)} trace(s): {n_success} succeeded, mean score {sum(scores) / len(scores):.3f}"
+                          + (f"; {len(bad)} could not be evaluated" if bad else ""))
+    if bad:
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 def _scene_bodies(spec: str):
@@ -288,8 +297,16 @@ def compile_cmd(
     model: Model = None,
     api_key: APIKey = None,
     grammar: Grammar = "auto",
+    grammar_kind: Annotated[str, typer.Option(
+        "--grammar-kind", help="specialised (the library's patterns and the scene's bodies, so programs "
+        "check by construction) or generic (the DSL grammar).")] = "specialised",
+    prompt: Annotated[str, typer.Option(
+        "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
+    prompt_budget: Annotated[int, typer.Option(
+        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
     record: Record = None,
-    timeout: Timeout = 300.0,
+    timeout: Timeout = None,
+    concurrency: Concurrency = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
     max_total_tokens: MaxTotalTokens = None,
@@ -313,11 +330,15 @@ def compile_cmd(
     shots = [] if no_examples else load_goal_examples(examples, library=lib)
     if examples is not None and not no_examples and not examples.is_dir():
         fail(f"--examples {examples}: no such directory", 2)
-    config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
-                             seed=seed, use_grammar=grammar != "off")
+    try:
+        config = SynthesisConfig(n=n, max_attempts=attempts, temperature=temperature, max_tokens=max_tokens,
+                                 seed=seed, grammar="none" if grammar == "off" else grammar_kind,
+                                 prompt=prompt, prompt_budget=prompt_budget)
+    except ValueError as exc:
+        fail(str(exc), 2)
     try:
         client = client_from_options(llm, base_url, model, api_key, grammar, record, timeout, retries,
-                                     max_requests, max_total_tokens)
+                                     max_requests, max_total_tokens, concurrency)
     except LLMError as exc:
         fail(str(exc), 2)
     result = None
@@ -331,8 +352,9 @@ def compile_cmd(
         if report is not None and result is not None:
             atomic_write(report, json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
     s = result.stats()
+    constrained = f"yes ({s['grammar']} grammar)" if s["constrained"] else "no"
     summary = (f"{s['attempts']} attempt(s), {s['candidates']} candidate(s), parse rate {s['parse_rate']:.0%}, "
-               f"check rate {s['check_rate']:.0%}, grammar-constrained: {'yes' if s['constrained'] else 'no'}, "
+               f"check rate {s['check_rate']:.0%}, grammar-constrained: {constrained}, {s['prompt']} prompt, "
                f"tokens {s['usage']['prompt_tokens']}+{s['usage']['completion_tokens']} ({s['model']})")
     if not result.ok:
         typer.echo(f"error: {result.failure}", err=True)
@@ -340,7 +362,7 @@ def compile_cmd(
         raise typer.Exit(1)
     if out is not None:
         save_goal_program(result, out)
-    typer.echo(result.text, nl=False)
+    typer.echo(result.text, nl=not result.text.endswith("\n"))
     typer.echo(f"ok: {summary}" + (f"; wrote {out}" if out is not None else ""), err=True)
 
 

@@ -87,8 +87,13 @@ class _ToNodes(Transformer):
             value: int | float = int(text) if _INT_RE.match(text) else float(text)
         except ValueError:  # e.g. an integer with more than 4300 digits
             raise _Syntax("bad-number", f"number {text[:20]}... is too long", _tok_span(t)) from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _Syntax("bad-number", f"number {text} is out of range", _tok_span(t))
+        try:
+            finite = math.isfinite(float(value))  # an int beyond float's range overflows here
+        except OverflowError:
+            finite = False
+        if not finite:
+            shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
+            raise _Syntax("bad-number", f"number {shown} is out of range", _tok_span(t))
         return Num(value, _tok_span(t))
 
     def _items(self, c):
@@ -331,9 +336,11 @@ def parse(text: str, filename: str = "<program>") -> Program:
     """Parse reward-program text; raises `DSLSyntaxError` (a `DSLError`)."""
     if not isinstance(text, str):
         raise DSLSyntaxError("bad-input", f"program text must be str, got {type(text).__name__}", filename=filename)
-    if len(text) > MAX_PROGRAM_CHARS:
-        raise DSLSyntaxError("too-long", f"program is {len(text)} characters; the limit is {MAX_PROGRAM_CHARS}",
-                             filename=filename)
+    if len(text) > MAX_PROGRAM_CHARS:  # pointed at the first character past the limit
+        line, col = _line_col(text, MAX_PROGRAM_CHARS)
+        raise error_at("too-long", f"program is {len(text)} characters; the limit is {MAX_PROGRAM_CHARS}",
+                       Span(line, col, line, col + 1, MAX_PROGRAM_CHARS, MAX_PROGRAM_CHARS + 1), text, filename,
+                       cls=DSLSyntaxError)
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
         raise DSLSyntaxError("empty", "the program is empty; write one expression such as AND(...)",
                              line=1, column=1, filename=filename)

@@ -35,13 +35,14 @@ if TYPE_CHECKING:
 PROGRAM_SUFFIX = ".rwd"
 
 
-@lru_cache(maxsize=1)
-def builtin_library() -> "PatternLibrary":
-    """The built-in pattern library, loaded once per process (detectors are
-    immutable): what programs annotate with when compiled without a library."""
+@lru_cache(maxsize=None)
+def builtin_library(world: str = "phyre") -> "PatternLibrary":
+    """A built-in pattern library, loaded once per process (detectors are
+    immutable): ``"phyre"`` (what programs annotate with when compiled without
+    a library) or ``"3d"`` (MuJoCo scenes and the rope)."""
     from simpatterns.detectors.library import PatternLibrary
 
-    return PatternLibrary.builtin()
+    return PatternLibrary.builtin(world)
 
 
 class RewardProgram:

@@ -9,8 +9,16 @@ answer (code fences, prose, ``<think>`` blocks), parsed and checked against
 the library and the scene's body names. The first valid one wins. If none
 is, the most promising candidate goes back to the model with the exact
 error messages (`DSLErrors`), up to ``max_attempts`` attempts; then
-`SynthesisFailed` says why. When the server supports it, decoding is
-constrained by the DSL grammar (vLLM structured outputs).
+`SynthesisFailed` says why.
+
+Small local models get the compact prompt (`simpatterns.dsl.compact`:
+only the patterns, bodies and examples this goal can use, within a token
+budget): ``prompt="auto"`` picks it when the client prefers it (in-process
+llama.cpp, a llama.cpp server). When the server takes a grammar (vLLM,
+llama.cpp), decoding is constrained by the grammar specialised to the
+library and scene (`simpatterns.dsl.constrained`; over the patterns and
+bodies the prompt shows), so a candidate parses and checks by construction;
+``grammar="generic"`` sends the DSL's own grammar, ``"none"`` none.
 
     result = synthesize_reward("Make the green ball touch the blue bar", client,
                                library=PatternLibrary.builtin(), bodies=scene_bodies)
@@ -22,20 +30,25 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from simpatterns.dsl.errors import DSLError, DSLErrors
-from simpatterns.dsl.parser import grammar_text, parse, predicate_names
+from simpatterns.dsl.parser import parse, predicate_names
 from simpatterns.dsl.checker import check
+from simpatterns.dsl.compact import DEFAULT_BUDGET_TOKENS, compact_prompt
+from simpatterns.dsl.constrained import decoding_grammar, specialised_grammar
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.program import RewardProgram
 from simpatterns.dsl.reference import reference_text
 from simpatterns.files import atomic_write
+from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.llm.errors import LLMError
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 
-DEFAULT_EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "goals"
+# the shipped goals (package data, so they are there on a wheel install too)
+DEFAULT_EXAMPLES_DIR = Path(str(resources.files("simpatterns.examples") / "goals"))
 
 SYSTEM_INTRO = """\
 You translate goals for a 2D physics simulation, written in natural language, \
@@ -343,6 +356,8 @@ class SynthesisResult:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     failure: str | None = None
+    prompt: str = "full"  # the prompt mode used: full or compact
+    grammar: str = "none"  # the grammar sent: specialised, generic or none
 
     @property
     def ok(self) -> bool:
@@ -372,6 +387,7 @@ class SynthesisResult:
             "ok": self.ok, "attempts": len(self.attempts), "candidates": len(self.candidates),
             "parse_rate": self.parse_rate, "check_rate": self.check_rate,
             "constrained": any(a.constrained for a in self.attempts),
+            "prompt": self.prompt, "grammar": self.grammar,
             "usage": self.usage.to_dict(), "model": self.model,
         }
 
@@ -388,14 +404,30 @@ class SynthesisFailed(Exception):
         self.result = result
 
 
+GRAMMARS = ("specialised", "generic", "none")
+PROMPTS = ("auto", "full", "compact")
+
+
 @dataclass
 class SynthesisConfig:
+    """``grammar``: specialised (to the library and scene), generic (the DSL) or none;
+    ``prompt``: full, compact (small models) or auto (compact when the client prefers it);
+    ``prompt_budget``: the compact prompt's size limit in (estimated) tokens."""
+
     n: int = 4
     max_attempts: int = 3
     temperature: float = 0.7
     max_tokens: int = 1024
     seed: int | None = 0
-    use_grammar: bool = True
+    grammar: str = "specialised"
+    prompt: str = "auto"
+    prompt_budget: int = DEFAULT_BUDGET_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.grammar not in GRAMMARS:
+            raise ValueError(f"grammar must be one of {GRAMMARS}, got {self.grammar!r}")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {PROMPTS}, got {self.prompt!r}")
 
 
 def judge(answer: str, finish_reason: str, library: Any, bodies: Sequence[str] | None) -> Candidate:
@@ -459,9 +491,16 @@ def synthesize_reward(
     if examples is None:
         examples = load_goal_examples(library=library)
     names = [b if isinstance(b, str) else b.name for b in bodies] if bodies else None
-    messages = build_messages(goal, library, descriptions=descriptions, bodies=bodies, examples=examples)
-    grammar = grammar_text() if cfg.use_grammar else None
-    result = SynthesisResult(goal=goal.strip())
+    mode = resolve_prompt_mode(cfg.prompt, client)
+    if mode == "compact":
+        cp = compact_prompt(goal, library, bodies=bodies, examples=examples, budget_tokens=cfg.prompt_budget)
+        messages, shown_patterns, shown_bodies = cp.messages, cp.patterns, cp.bodies
+    else:
+        messages = build_messages(goal, library, descriptions=descriptions, bodies=bodies, examples=examples)
+        shown_patterns, shown_bodies = None, bodies
+    grammar = {"specialised": lambda: specialised_grammar(library, shown_bodies or None, patterns=shown_patterns),
+               "generic": decoding_grammar, "none": lambda: None}[cfg.grammar]()
+    result = SynthesisResult(goal=goal.strip(), prompt=mode, grammar=cfg.grammar)
 
     for k in range(cfg.max_attempts):
         seed = None if cfg.seed is None else cfg.seed + k

@@ -1,7 +1,8 @@
-"""Gymnasium environments with PHYRE tasks and reward-program rewards.
+"""Gymnasium environments with PHYRE tasks, KnotGym's rope tasks and reward-program rewards.
 
 Importing this module registers ``simpatterns/PhyreOneBall-v0`` (one-step
-episodes, ``max_episode_steps=1``). Gymnasium 1.x does not load plugin entry
+episodes, ``max_episode_steps=1``) and ``simpatterns/KnotRope-v0`` (rope
+manipulation on MuJoCo, ``max_episode_steps=50``). Gymnasium 1.x does not load plugin entry
 points by itself, so either import the module first::
 
     import gymnasium as gym
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-ENV_IDS = ("simpatterns/PhyreOneBall-v0",)
-PHYRE_ONE_BALL = ENV_IDS[0]
+ENV_IDS = ("simpatterns/PhyreOneBall-v0", "simpatterns/KnotRope-v0")
+PHYRE_ONE_BALL, KNOT_ROPE = ENV_IDS
 
 
 def register_envs() -> None:
@@ -27,21 +28,33 @@ def register_envs() -> None:
             entry_point="simpatterns.envs.phyre_env:PhyreOneBallEnv",
             max_episode_steps=1,
         )
+    if KNOT_ROPE not in gym.registry:
+        gym.register(id=KNOT_ROPE, entry_point="simpatterns.envs.rope_env:KnotRopeEnv", max_episode_steps=50)
 
 
 register_envs()
 
+_ROPE_OPTIONS = ("RopeTaskOptions", "RopeSimulationOptions", "RopeObservationOptions", "RopeRenderOptions")
+
 
 def __getattr__(name: str):
-    # the env classes import the simulator and the DSL: load them on first use only
+    # the env classes import the simulators and the DSL: load them on first use only
     if name in ("PhyreOneBallEnv", "Task"):
         from simpatterns.envs import phyre_env
 
         return getattr(phyre_env, name)
+    if name == "KnotRopeEnv":
+        from simpatterns.envs import rope_env
+
+        return rope_env.KnotRopeEnv
     if name in ("TaskOptions", "SimulationOptions", "ObservationOptions", "RenderOptions"):
         from simpatterns.envs import options
 
         return getattr(options, name)
+    if name in _ROPE_OPTIONS:
+        from simpatterns.envs import rope_options
+
+        return getattr(rope_options, name)
     if name == "RewardProgramWrapper":
         from simpatterns.envs import reward
 
@@ -49,5 +62,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "PHYRE_ONE_BALL", "ObservationOptions", "PhyreOneBallEnv", "RenderOptions",
-           "RewardProgramWrapper", "SimulationOptions", "Task", "TaskOptions", "register_envs"]
+__all__ = ["ENV_IDS", "KNOT_ROPE", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL", "PhyreOneBallEnv",
+           "RenderOptions", "RewardProgramWrapper", "RopeObservationOptions", "RopeRenderOptions",
+           "RopeSimulationOptions", "RopeTaskOptions", "SimulationOptions", "Task", "TaskOptions", "register_envs"]

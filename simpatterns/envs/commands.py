@@ -6,10 +6,8 @@ import warnings
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from simpatterns.cli_support import out as console
 
-console = Console()
 env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check them.", no_args_is_help=True)
 
 
@@ -24,7 +22,17 @@ def list_cmd() -> None:
 
     for env_id in envs.ENV_IDS:
         spec = gym.spec(env_id)
-        console.print(f"[bold]{env_id}[/bold]  (max_episode_steps={spec.max_episode_steps})")
+        console.print(f"{env_id}  (max_episode_steps={spec.max_episode_steps})")
+        if env_id == envs.KNOT_ROPE:
+            from simpatterns.envs.rope_options import OBS_MODES as ROPE_OBS
+            from simpatterns.simulators.mujoco.tasks import TASK_NAMES
+
+            console.print(f"  obs_mode: {', '.join(ROPE_OBS)}")
+            console.print("  actions:  Box(-1, 1, (6,)) = point (snapped to the nearest bead), force")
+            console.print("  reward:   Gauss code matches the goal's (success_reward=, timeout_penalty=); a reward "
+                          "program through RewardProgramWrapper(env, program, reward=score|success)")
+            console.print(f"  tasks:    {', '.join(TASK_NAMES)} with crossings=N, split=train|eval")
+            continue
         console.print(f"  obs_mode: {', '.join(OBS_MODES)}")
         console.print("  actions:  Box(0, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
         console.print("  reward:   PHYRE task success (or success_fn=...); a reward program through "
@@ -38,33 +46,39 @@ def check_cmd(
     template: Optional[str] = typer.Option(None, "--template", "-t", help="check on this template's variants"),
     max_steps: int = typer.Option(240, "--max-steps", help="physics steps per rollout during the check"),
 ) -> None:
-    """Run gymnasium.utils.env_checker.check_env on every id, observation mode and action space."""
+    """Run gymnasium.utils.env_checker.check_env on every id, observation mode and action space
+    (``--template`` and ``--max-steps`` apply to the PHYRE environment)."""
     import gymnasium as gym
     from gymnasium.utils.env_checker import check_env
 
     import simpatterns.envs as envs
     from simpatterns.envs.observation import OBS_MODES
+    from simpatterns.envs.rope_options import OBS_MODES as ROPE_OBS
 
+    checks = []  # (env id, keyword arguments, label)
+    for obs_mode in OBS_MODES:
+        for bins in (None, 8):
+            kw = dict(obs_mode=obs_mode, action_bins=bins, max_steps=max_steps)
+            if template is not None:
+                kw["template"] = template
+            checks.append((envs.PHYRE_ONE_BALL, kw, f"obs_mode={obs_mode}" + (f" action_bins={bins}" if bins else "")))
+    for obs_mode in ROPE_OBS:
+        checks.append((envs.KNOT_ROPE, dict(obs_mode=obs_mode), f"obs_mode={obs_mode}"))
     failed = False
-    for env_id in envs.ENV_IDS:
-        for obs_mode in OBS_MODES:
-            for bins in (None, 8):
-                kw = dict(obs_mode=obs_mode, action_bins=bins, max_steps=max_steps)
-                if template is not None:
-                    kw["template"] = template
-                label = f"{env_id} obs_mode={obs_mode}" + (f" action_bins={bins}" if bins else "")
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    try:
-                        check_env(gym.make(env_id, **kw).unwrapped)
-                        problem = "; ".join(str(w.message) for w in caught)
-                    except Exception as exc:  # report every configuration, then fail
-                        problem = f"{type(exc).__name__}: {exc}"
-                if problem:
-                    failed = True
-                    console.print(f"[red]FAIL[/red] {escape(label)}: {escape(problem)}")
-                else:
-                    console.print(f"[green]ok[/green]   {escape(label)}")
+    for env_id, kw, what in checks:
+        label = f"{env_id} {what}"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                check_env(gym.make(env_id, **kw).unwrapped)
+                problem = "; ".join(str(w.message) for w in caught)
+            except Exception as exc:  # report every configuration, then fail
+                problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            failed = True
+            console.print(f"FAIL {label}: {problem}")
+        else:
+            console.print(f"ok   {label}")
     if failed:
         raise typer.Exit(1)
 

@@ -1,5 +1,8 @@
 """The options of `PhyreOneBallEnv`, in four small frozen groups.
 
+(`KnotRopeEnv`'s groups, same names and the same routing, are in
+`simpatterns.envs.rope_options`.)
+
 =============  ===============================================================
 group          fields
 =============  ===============================================================
@@ -94,13 +97,13 @@ class ObservationOptions:
 
     obs_mode: str = "rgb"
     semantic_size: int = 64
-    max_objects: int = 16
+    max_objects: int | None = None  # None: room for the task set's fullest scene (the env decides)
     action_bins: int | None = None
 
     def __post_init__(self) -> None:
         if self.obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {self.obs_mode!r}")
-        if self.semantic_size < 8 or self.max_objects < 2:
+        if self.semantic_size < 8 or (self.max_objects is not None and self.max_objects < 2):
             raise ValueError(f"semantic_size must be >= 8 and max_objects >= 2, "
                              f"got {self.semantic_size}, {self.max_objects}")
         bins = self.action_bins
@@ -149,26 +152,30 @@ _MOVED = {
 }
 
 
-def route_options(owner: str, groups: dict[str, Any], flat: dict[str, Any]) -> dict[str, Any]:
-    """The four groups, each the one given in ``groups`` (or the default) with
-    the flat keywords of its fields applied. Unknown keywords raise TypeError
-    naming them, with the closest option."""
+def route_options(owner: str, groups: dict[str, Any], flat: dict[str, Any],
+                  classes: dict[str, type] = GROUPS) -> dict[str, Any]:
+    """The groups of ``classes`` (name -> dataclass; PHYRE's four by default),
+    each the one given in ``groups`` (or the default) with the flat keywords
+    of its fields applied. Unknown keywords raise TypeError naming them, with
+    the closest option."""
+    field_group = FIELD_GROUP if classes is GROUPS else \
+        {f.name: group for group, cls in classes.items() for f in fields(cls)}
     for name, value in groups.items():
-        if value is not None and not isinstance(value, GROUPS[name]):
-            raise TypeError(f"{owner}: {name}= must be a {GROUPS[name].__name__}, got {type(value).__name__}")
-    per_group: dict[str, dict[str, Any]] = {name: {} for name in GROUPS}
+        if value is not None and not isinstance(value, classes[name]):
+            raise TypeError(f"{owner}: {name}= must be a {classes[name].__name__}, got {type(value).__name__}")
+    per_group: dict[str, dict[str, Any]] = {name: {} for name in classes}
     for key, value in flat.items():
-        group = FIELD_GROUP.get(key)
+        group = field_group.get(key)
         if group is None:
             if key in _MOVED:
                 raise TypeError(f"{owner} has no option {key!r}: {_MOVED[key]}")
-            close = difflib.get_close_matches(key, [*FIELD_GROUP, *GROUPS], n=1)
+            close = difflib.get_close_matches(key, [*field_group, *classes], n=1)
             raise TypeError(f"{owner} got an unknown option {key!r}"
                             + (f" (did you mean {close[0]!r}?)" if close else "")
-                            + f"; options are {', '.join(sorted(FIELD_GROUP))}")
+                            + f"; options are {', '.join(sorted(field_group))}")
         per_group[group][key] = value
     out = {}
-    for name, cls in GROUPS.items():
+    for name, cls in classes.items():
         base = groups.get(name)
         out[name] = (replace(base, **per_group[name]) if base is not None else cls(**per_group[name])) \
             if per_group[name] or base is None else base

@@ -10,7 +10,7 @@ the whole rollout and ends the episode (``terminated=True``). Registered as
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -49,6 +49,31 @@ class Task:
     @property
     def key(self) -> tuple[str, int]:
         return (self.template, self.variant)
+
+
+# Bodies besides walls (and the agent's ball) in the fullest shipped variant of each
+# template: the rows an objects observation needs (tests/envs check it against the scenes).
+SHIPPED_MAX_BODIES = {
+    "00000": 2, "00001": 5, "00002": 3, "00003": 3, "00004": 6, "00005": 3, "00006": 5, "00007": 6,
+    "00008": 9, "00009": 4, "00010": 5, "00011": 3, "00012": 33, "00013": 51, "00014": 5, "00015": 4,
+    "00016": 17, "00017": 6, "00018": 6, "00019": 6, "00020": 12, "00021": 11, "00022": 6, "00023": 8,
+    "00024": 5,
+}
+
+
+def scene_bodies(scene: Scene) -> int:
+    """Bodies of ``scene`` an objects observation shows (all but the walls; the agent's ball aside)."""
+    return sum(1 for b in scene.bodies if b.kind != "wall")
+
+
+def objects_rows(tasks: list[Task]) -> int:
+    """Rows of an objects observation with room for every task of ``tasks``: the most
+    bodies any of them has, plus the agent's row."""
+    most = 0
+    for task in tasks:
+        n = SHIPPED_MAX_BODIES.get(task.template) if task.scene is None else None
+        most = max(most, scene_bodies(task.build()) if n is None else n)
+    return most + 1
 
 
 def all_tasks() -> list[Task]:
@@ -111,7 +136,8 @@ class PhyreOneBallEnv(gym.Env):
 
     Observations (``obs_mode``): ``"rgb"`` 256x256x3 uint8, ``"semantic"``
     the 7-channel role grid (``semantic_size``), ``"objects"`` a feature
-    array (``max_objects`` rows); see `simpatterns.envs.observation`. Reset
+    array (``max_objects`` rows; by default as many as the task set's fullest
+    scene needs, 52 for all templates); see `simpatterns.envs.observation`. Reset
     shows the initial scene, step the rollout's last frame.
 
     Reward: 1.0 on PHYRE success (the green body touches the goal body for
@@ -169,6 +195,8 @@ class PhyreOneBallEnv(gym.Env):
                 raise ValueError("no template has shipped variants; pass a scene")
 
         o = self.obs_options
+        if o.max_objects is None:  # sized for this task set, so no reset can overflow it
+            self.obs_options = o = replace(o, max_objects=objects_rows(self.tasks))
         self.observation_space = observation_space(o.obs_mode, int(o.semantic_size), int(o.max_objects))
         bins = None if o.action_bins is None else int(o.action_bins)
         self.action_space = spaces.Box(0.0, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)

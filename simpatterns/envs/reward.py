@@ -26,7 +26,9 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Replace the reward of one of our environments with a reward program's.
 
     ``program``: text, a ``.rwd`` path or a `RewardProgram` (text and paths
-    are compiled once, against ``library``, the built-in library by default).
+    are compiled once, against ``library``; by default the environment's own
+    library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
+    for the rope).
     ``reward="score"`` gives the dense score in [0, 1]; ``"success"`` 1.0 on
     the program's success, else 0.0. An invalid action (no rollout) scores 0.
 
@@ -37,13 +39,19 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ``program_determined`` (False when the rollout stopped at success before
     its horizon and the frames it skipped could change the verdict) and one
     ``reward/<clause>`` key per top-level clause; the environment's own
-    success stays in ``info["task_success"]``.
+    success stays in ``info["task_success"]``. ``terminate_on_success``
+    also ends the episode when the program succeeds (for multi-step
+    environments such as the rope's; the environment's own termination
+    stands either way).
 
         env = RewardProgramWrapper(gym.make("simpatterns/PhyreOneBall-v0"), "goal.rwd")
+        env = RewardProgramWrapper(gym.make("simpatterns/KnotRope-v0"), 'EVENT("crossing removed")')
     """
 
-    def __init__(self, env: gym.Env, program: Any, reward: str = "score", library: Any = None):
-        gym.utils.RecordConstructorArgs.__init__(self, program=program, reward=reward, library=library)
+    def __init__(self, env: gym.Env, program: Any, reward: str = "score", library: Any = None,
+                 terminate_on_success: bool = False):
+        gym.utils.RecordConstructorArgs.__init__(self, program=program, reward=reward, library=library,
+                                                 terminate_on_success=terminate_on_success)
         gym.Wrapper.__init__(self, env)
         if reward not in REWARD_KINDS:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
@@ -52,8 +60,11 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 f"{type(env.unwrapped).__name__} cannot put its rollout's trace in info (no info_trace switch); "
                 "RewardProgramWrapper needs one of simpatterns' environments"
             )
+        if library is None and not isinstance(program, RewardProgram):
+            library = getattr(env.unwrapped, "library", None)  # the env's patterns (the rope's are 3D)
         self.program = RewardProgram.coerce(program, library)
         self.reward_kind = reward
+        self.terminate_on_success = bool(terminate_on_success)
         self.info_keys = [f"reward/{c}" for c in self.program.clauses]
         env.unwrapped.info_trace = True
         self._fitted: set[tuple[str, ...]] = set()
@@ -70,7 +81,9 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         bodies = info.get("bodies")
         self._scene_checked = bodies is not None
         if bodies is not None:
-            self._fit(bodies, f"scene {info.get('template')}:{info.get('variant')}")
+            where = f"scene {info['template']}:{info['variant']}" if "template" in info else \
+                f"{info.get('task', 'this')} task"
+            self._fit(bodies, where)
         return obs, info
 
     def step(self, action):
@@ -94,4 +107,5 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info["program_determined"] = bool(result.determined)
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
         reward = float(result.score) if self.reward_kind == "score" else float(result.success)
+        terminated = terminated or (self.terminate_on_success and bool(result.success))
         return obs, reward, terminated, truncated, info

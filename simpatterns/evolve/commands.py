@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from simpatterns.cli_support import fail, out as console, print_table
 
-console = Console()
+from simpatterns.parallel import executor_options
+
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 class _ProgressView:
@@ -48,17 +47,19 @@ class _ProgressView:
             self._tasks[label] = self._progress.add_task(label, total=info["budget"])
         best = " ".join(f"{b - info['baseline']:+.4f}" if b > -1e300 else "-" for b in info["best_per_island"])
         self._progress.update(self._tasks[label], completed=info["samples"],
-                              description=f"{escape(label)} [dim]gain per island:[/dim] {best}")
+                              description=f"{label} gain per island: {best}")
 
 
 def discover_cmd(
     traces: Annotated[Path, typer.Option("--traces", help="Directory of .npz traces (searched recursively).")],
     labels: Annotated[Path, typer.Option("--labels", help="Labels file (TOML, [[label]] entries).")],
     library: Annotated[Path, typer.Option("--library", help="Output library directory (written atomically).")],
-    base_library: Annotated[str, typer.Option("--base-library", help="'builtin', 'none' or a library directory.")]
+    base_library: Annotated[str, typer.Option(
+        "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
     llm: Annotated[Optional[str], typer.Option(
-        "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], replay:FILE. Omit with --offline.")] = None,
+        "--llm", help="LLM backend: openai[:MODEL], vllm[:MODEL], local[:MODEL] (in-process llama.cpp), "
+        "replay:FILE. Omit with --offline.")] = None,
     offline: Annotated[bool, typer.Option("--offline", help="No LLM: mutate seed programs' constants.")] = False,
     base_url: Annotated[Optional[str], typer.Option("--base-url", envvar="SIMPATTERNS_LLM_BASE_URL")] = None,
     model: Annotated[Optional[str], typer.Option("--model", envvar="SIMPATTERNS_LLM_MODEL")] = None,
@@ -80,21 +81,35 @@ def discover_cmd(
         "--self-discovery", help="Labels the LLM may propose after the guided ones.")] = None,
     reasoning: Annotated[Optional[list[Path]], typer.Option(
         "--reasoning", help="Reasoning texts for self-discovery (repeatable).")] = None,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", help="Seconds per LLM request [default: 600 for llama.cpp and in-process models, else 120].",
+        show_default=False)] = None,
+    concurrency: Annotated[Optional[int], typer.Option(
+        "--concurrency", help="LLM requests in flight [default: 1 for llama.cpp and in-process models, "
+        "else --batch].", show_default=False)] = None,
+    prompt: Annotated[Optional[str], typer.Option(
+        "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.",
+        show_default=False)] = None,
     max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens")] = None,
     max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    unsafe_sandbox: Annotated[bool, typer.Option(
+        "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
+        "stated minimum (namespaces and seccomp; see docs/sandbox.md).")] = False,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
-    from simpatterns.detectors.library import LibraryError, PatternLibrary
+    from simpatterns.detectors.library import LibraryError, resolve_library
     from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.sandbox.pool import SandboxError
+    from simpatterns.sandbox.pool import SandboxError, allow_unsafe
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
         _fail("give exactly one of --llm SPEC or --offline")
+    if unsafe_sandbox:
+        allow_unsafe()
     try:
         specs, evolve_table = load_labels(labels)
         overrides = dict(evolve_table)
@@ -114,17 +129,20 @@ def discover_cmd(
         cfg.fitness.kind = fitness
     if theta is not None:
         cfg.fitness.theta = theta
+    if prompt is not None:
+        cfg.prompt = prompt
+    if cfg.prompt not in ("auto", "full", "compact"):
+        _fail(f"prompt mode must be auto, full or compact, got {cfg.prompt!r}")
+    if concurrency is not None and concurrency < 1:
+        _fail(f"--concurrency must be >= 1, got {concurrency}")
+    if timeout is not None and timeout <= 0:
+        _fail(f"--timeout must be > 0 seconds, got {timeout:g}")
     try:
         trace_list, traces_id = traces_from_dir(traces)
     except (JobError, TraceFormatError, FileNotFoundError) as exc:
         _fail(str(exc))
     try:
-        if base_library == "none":
-            base = PatternLibrary()
-        elif base_library == "builtin":
-            base = PatternLibrary.builtin()
-        else:
-            base = PatternLibrary.load(base_library)
+        base = resolve_library(base_library)
     except LibraryError as exc:
         _fail(str(exc))
     texts = []
@@ -141,7 +159,10 @@ def discover_cmd(
 
         try:
             client = make_client(llm, base_url=base_url, model=model, transcript=record,
-                                 concurrency=max(1, cfg.batch_size), max_total_tokens=cfg.max_total_tokens)
+                                 concurrency="auto" if concurrency is None else concurrency,
+                                 default_concurrency=max(1, cfg.batch_size),
+                                 timeout_s="auto" if timeout is None else timeout,
+                                 max_total_tokens=cfg.max_total_tokens)
         except LLMError as exc:
             _fail(str(exc))
         proposer = LLMProposer(client, temperature=cfg.llm_temperature, max_tokens=cfg.llm_max_tokens)
@@ -163,15 +184,16 @@ def discover_cmd(
         scored = rec.program is not None and "gain" in rec.program.parts
         fit = rec.program.fitness if scored and rec.program is not None else None
         gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
-        table.add_row(escape(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
-                      "-" if fit is None else f"{fit:.5g}", gain, escape(rec.why or ""))
-    console.print(table)
+        table.add_row(str(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
+                      "-" if fit is None else f"{fit:.5g}", gain, str(rec.why or ""))
+    print_table(table)
     if job.state.rejections:
         console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
                                                                                key=lambda kv: -kv[1])))
     accepted = sum(1 for r in job.state.done if r.accepted)
-    console.print(f"library: {escape(str(library))} ({accepted} accepted this run); report: "
-                  f"simpatterns evolve report {escape(str(rdir))}")
+    console.print(f"library: {library} ({accepted} accepted this run); report: "
+                  f"simpatterns evolve report {rdir}")
+    console.print(f"stopped: {job.stop_reason}")  # the last line: which budget ended it
 
 
 @evolve_app.command("report")
@@ -189,19 +211,19 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
         table.add_column(col)
     for lab in report.labels:
         fit = lab.best.fitness if lab.best is not None else None
-        table.add_row(escape(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
+        table.add_row(str(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
-                      escape(str(lab.plot)) if lab.plot else "-")
-    console.print(table)
+                      str(lab.plot) if lab.plot else "-")
+    print_table(table)
     reasons = Table(title="rejection reasons")
     reasons.add_column("reason")
     reasons.add_column("count", justify="right")
     for code, n in report.reasons.most_common():
         reasons.add_row(code, str(n))
     console.print(reasons)
-    console.print(f"written: {escape(str(report.markdown))}")
+    console.print(f"written: {report.markdown}")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("discover")(discover_cmd)
+    app.command("discover")(executor_options(discover_cmd))
     app.add_typer(evolve_app, name="evolve")

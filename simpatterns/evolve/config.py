@@ -55,6 +55,7 @@ class EvolveConfig:
     snapshot_every: int = 1  # rounds between snapshots
     llm_temperature: float = 0.8
     llm_max_tokens: int = 2048
+    prompt: str = "auto"  # full, compact (small local models) or auto (compact when the LLM client prefers it)
     self_discovery: int = 0  # labels the LLM may propose after the guided ones (0: off)
     trace_distance_cache: bool = True  # cache the N x N trace distances in the run directory
     gate: bool = True  # the AST gate in front of the sandbox; false only to test the sandbox alone

@@ -23,9 +23,11 @@ applied by one function (`simpatterns.evolve.state.JobState.apply`) both live
 and when replaying the log; records are appended in groups ending with a
 commit record, and resume loads the last snapshot, replays the committed
 records after it, cuts off a torn tail and redoes the interrupted round from
-the same seeds. The one input that is not reproducible is a candidate's
-measured run time (the time penalty, rounded to
-`FitnessConfig.time_resolution`). A replayed program is parsed again when a
+the same seeds. The same seed gives the same library and log: the time
+penalty reads a candidate's Python steps (`simpatterns.detectors.cost`), not
+its run time; the CPU time the sandbox measures goes to ``timings.jsonl``
+(for reports), and no record carries a clock (the snapshot keeps the elapsed
+time for ``--max-wall-s``). A replayed program is parsed again when a
 prompt or the library needs what it declares (a live one never is).
 """
 
@@ -56,11 +58,13 @@ from simpatterns.evolve.growth import LibraryState
 from simpatterns.evolve.prompt import LabelSpec, skeleton, trace_api
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.records import JobDone, LabelDone, LabelStart, ProposedLabels, Record, RoundEnd
-from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, sample_record
+from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, safe_sample_record
 from simpatterns.evolve.runlog import RunLog
 from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
 from simpatterns.files import atomic_write_json
+from simpatterns.llm.client import resolve_prompt_mode
+from simpatterns.sandbox.distributed import ExecutorSandbox, open_sandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
 
@@ -85,7 +89,7 @@ class DiscoveryJob:
         reasoning_texts: Sequence[str] = (),
         traces_id: str | None = None,
         progress: ProgressFn | None = None,
-        sandbox_factory: Callable[..., Sandbox] | None = None,
+        sandbox_factory: Callable[..., Sandbox | ExecutorSandbox] | None = None,
     ):
         self.traces = list(traces)
         if len(self.traces) < 3:
@@ -98,11 +102,11 @@ class DiscoveryJob:
         self.resume = resume
         self.reasoning_texts = list(reasoning_texts)
         self.progress = progress
-        self.sandbox_factory = sandbox_factory or Sandbox
+        self.sandbox_factory = sandbox_factory or open_sandbox  # on the process's backend
         self.traces_id = traces_id or dist.dataset_hash(self.traces)
         self.labels = list(labels)
         self.state = JobState(self.config.seed, self.labels)
-        self.sandbox: Sandbox | None = None
+        self.sandbox: Sandbox | ExecutorSandbox | None = None
         self.sandbox_root: str | None = None
         self.sandbox_pids: set[int] = set()
         self.lib: LibraryState | None = None
@@ -112,16 +116,18 @@ class DiscoveryJob:
         self._D_T: np.ndarray | None = None
         self._salience: TraceSalience | None = None
         self._api = trace_api()
+        self._compact = resolve_prompt_mode(self.config.prompt, getattr(self.proposer, "client", None)) == "compact"
         self._t0 = time.monotonic()
         self._elapsed_before = 0.0
         self._rounds_since_snapshot = 0
+        self.stop_reason = ""  # which budget ended this session, in words (the CLI's last line)
 
     # ----------------------------------------------------------- entry point
     def run(self) -> PatternLibrary:
         return asyncio.run(self.arun())
 
     async def arun(self) -> PatternLibrary:
-        self.state, base_times = open_job(self.log, self.config.seed, self.labels, self.traces_id,
+        self.state, base_steps = open_job(self.log, self.config.seed, self.labels, self.traces_id,
                                           self.base_library.order(), self.resume)
         self._elapsed_before = self.state.elapsed_s
         self._remove_stale_sandbox()
@@ -134,13 +140,16 @@ class DiscoveryJob:
             "isolation": self.sandbox.info, "started": time.time()})
         executor = ThreadPoolExecutor(max_workers=max(1, self.config.workers), thread_name_prefix="evaluator")
         try:
-            self._build_library(base_times)
+            self._build_library(base_steps)
             await self._run_labels(executor)
             if self.config.self_discovery > 0 and not self.state.proposed and not self._out_of_budget():
                 await self._self_discovery()
                 await self._run_labels(executor)
             if not self.state.finished and not self._out_of_budget():
-                self._commit([JobDone(self._elapsed(), str(self.library_out))])
+                self._commit([JobDone(None, str(self.library_out))])
+            if not self.stop_reason:
+                self.stop_reason = (f"sample budget: every label ran its {self.config.samples_per_label} samples "
+                                    f"(--budget)")
         finally:
             executor.shutdown(wait=True)
             self.sandbox.close()
@@ -165,7 +174,7 @@ class DiscoveryJob:
             return
         shutil.rmtree(root, ignore_errors=True)
 
-    def _job_record(self, base_times: dict[str, float]) -> dict[str, Any]:
+    def _job_record(self, base_steps: dict[str, float]) -> dict[str, Any]:
         return {
             "format": "simpatterns-evolve-run",
             "version": 1,
@@ -178,21 +187,20 @@ class DiscoveryJob:
                              "hashes": {k: self.base_library.entry(k).source_hash or
                                         source_hash(self.base_library.get(k).source)
                                         for k in self.base_library.order()}},
-            "base_times": base_times,
+            "base_steps": base_steps,
             "library_out": str(self.library_out),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }
+        }  # no clock: the same seed writes the same job.json (session.json says when it started)
 
     def _elapsed(self) -> float:
         return self._elapsed_before + (time.monotonic() - self._t0)
 
     # --------------------------------------------------------------- library
-    def _build_library(self, base_times: dict[str, float] | None) -> None:
-        self.lib, measured = LibraryState.from_base(self.base_library, self.traces)
-        if base_times is None:  # a fresh job: record them, so a resumed job scores against the same times
-            base_times = measured
-            self.log.write_job(self._job_record(base_times))
-        self.lib.times = {k: float(base_times.get(k, measured[k])) for k in self.lib.library.order()}
+    def _build_library(self, base_steps: dict[str, float] | None) -> None:
+        self.lib, counted = LibraryState.from_base(self.base_library, self.traces)
+        if base_steps is None:  # a fresh job: record them (a resumed job scores against what it logged)
+            base_steps = counted
+            self.log.write_job(self._job_record(base_steps))
+        self.lib.steps = {k: float(base_steps.get(k, counted[k])) for k in self.lib.library.order()}
         self._push_dependencies()
         accepted = [rec for rec in self.state.done if rec.accepted]
         for rec in accepted:  # accepted in an earlier session of this job: events from the sandbox
@@ -220,7 +228,7 @@ class DiscoveryJob:
         if self.config.fitness.kind == "evidence" and self._salience is None:
             self._salience = TraceSalience(self.traces)
         sub = self.lib.without(label)
-        self._fitness = FitnessContext(self.traces, sub.events, sub.times, self.config.fitness,
+        self._fitness = FitnessContext(self.traces, sub.events, sub.steps, self.config.fitness,
                                        trace_distances=self._D_T, salience=self._salience)
         self._fitness_label = label
         return self._fitness
@@ -244,12 +252,18 @@ class DiscoveryJob:
                 return  # out of budget mid-label: a resume with a larger budget continues here
 
     def _out_of_budget(self) -> bool:
+        """Whether a budget other than the samples' is spent; `stop_reason` then names it."""
         c = self.config
         if c.max_total_tokens is not None and self.state.tokens >= c.max_total_tokens:
-            return True
-        if c.max_wall_s is not None and self._elapsed() >= c.max_wall_s:
-            return True
-        return False
+            self.stop_reason = f"token budget: {self.state.tokens} of {c.max_total_tokens} tokens used " \
+                               f"(--max-total-tokens)"
+        elif c.max_wall_s is not None and self._elapsed() >= c.max_wall_s:
+            self.stop_reason = f"wall-clock budget: {self._elapsed():.0f} s of {c.max_wall_s:g} s (--max-wall-s)"
+        elif getattr(self.proposer, "exhausted", None):
+            self.stop_reason = f"LLM {self.proposer.exhausted}"
+        else:
+            return False
+        return True
 
     def _seed_source(self, spec: LabelSpec) -> tuple[str, str]:
         """(source, origin) of the label's start program."""
@@ -291,8 +305,8 @@ class DiscoveryJob:
         elif replaces:
             incumbent = seed_prog.fitness if outcome.parts is not None else None
         self._commit([LabelStart(spec.label, index, spec, origin, seed_prog, outcome.reason, ctx.baseline,
-                                 ctx.library_correlation, ctx.library_mean_time_s, ctx.patterns,
-                                 self.config.database, replaces, incumbent, self._elapsed())])
+                                 ctx.library_correlation, ctx.step_reference, ctx.patterns,
+                                 self.config.database, replaces, incumbent)])
         if isinstance(self.proposer, OfflineProposer) and origin == "skeleton":
             cur = self.state.current
             assert cur is not None
@@ -305,11 +319,14 @@ class DiscoveryJob:
         cfg = self.config
         self._fitness_for(cur.spec.label)  # built here, not concurrently in the evaluator threads
         batch = min(cfg.batch_size, cfg.samples_per_label - cur.samples)
-        items = plan_round(self.state, cur, batch, self.lib.prompt_info(cur.spec), self._api)
+        items = plan_round(self.state, cur, batch, self.lib.prompt_info(cur.spec), self._api,
+                           compact=self._compact)
         await run_round(items, cur.spec, self.proposer, self.evaluator, executor, cfg)
-        records: list[Record] = [sample_record(cur, it) for it in items]
-        records.append(RoundEnd(cur.spec.label, cur.round, self._elapsed(), self.state.tokens))
+        records: list[Record] = [safe_sample_record(cur, it, self.log.quarantine) for it in items]
+        records.append(RoundEnd(cur.spec.label, cur.round, None, self.state.tokens))
         self._commit(records)
+        self.log.write_timings([{"label": cur.spec.label, "round": cur.round - 1, "sample": it.sample,
+                                 "cpu_s": round(it.outcome.cpu_s, 6)} for it in items if it.outcome is not None])
         if self.progress:
             self.progress({"label": cur.spec.label, "samples": cur.samples, "budget": cfg.samples_per_label,
                            "best_per_island": cur.db.best_per_island(), "baseline": cur.baseline,
@@ -319,10 +336,11 @@ class DiscoveryJob:
         """Apply records to the state (the same code replays them), then log them."""
         for rec in records:
             self.state.apply(rec)
+        self.state.elapsed_s = self._elapsed()  # kept in the snapshot, not in the log
         offset = self.log.append([rec.to_json() for rec in records])
         self._rounds_since_snapshot += 1
         if not isinstance(records[-1], RoundEnd) or self._rounds_since_snapshot >= self.config.snapshot_every:
-            self.log.write_snapshot({"offset": offset, "state": self.state.to_json(), "time": time.time()})
+            self.log.write_snapshot({"offset": offset, "state": self.state.to_json()})
             self._rounds_since_snapshot = 0
 
     # ------------------------------------------------------------ acceptance
@@ -362,12 +380,12 @@ class DiscoveryJob:
             else:
                 accepted = True
         rec = LabelDone(cur.spec.label, cur.index, accepted, why, cur.samples, cur.spec.self_discovered,
-                        self._elapsed(), ctx.baseline, Program.from_json(best.to_json()) if best else None)
+                        None, ctx.baseline, Program.from_json(best.to_json()) if best else None)
         if accepted and best is not None:
             rec.provenance = {
                 "label": cur.spec.label, "description": cur.spec.description, "fitness": best.parts,
                 "model": best.model, "samples": cur.samples, "sample": best.sample,
-                "mean_time_s": float(best.parts.get("mean_time_s", 0.0)), "seed": self.config.seed,
+                "mean_steps": float(best.parts.get("mean_steps", 0.0)), "seed": self.config.seed,
                 "run": str(self.log.dir), "origin": "self-discovered" if cur.spec.self_discovered else "guided",
             }
         self._commit([rec])

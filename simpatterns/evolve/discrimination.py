@@ -61,11 +61,13 @@ RANDOM_SOURCE_LINES = 9  # a random detector is a short program
 
 
 class Context(Protocol):
-    def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int) -> Any: ...
+    def score(self, events: Sequence[EventList], steps: np.ndarray | None, lines: int) -> Any: ...
 
     def accepts(self, parts: Any) -> bool: ...  # a context may also have acceptance_problems(events) -> list
 
 
+# (the library's events, its cost per pattern in Python steps; here {}: candidates are scored
+# without a cost, so the time penalty plays no part in this benchmark)
 ContextFactory = Callable[[dict[str, list[EventList]], dict[str, float]], Context]
 
 
@@ -312,13 +314,12 @@ def evaluate(cases: Sequence[Case], annotations: Sequence[Annotation], library: 
              ) -> list[PatternResult]:
     """Score every case's correct and wrong detectors under each base library size."""
     every = {p: events_of(annotations, p) for p in library.order()}
-    timing = {p: float(np.mean([a.timings.get(p, 0.0) for a in annotations])) for p in library.order()}
     bench_labels = {c.label for c in cases}
     results = []
     for case in cases:
         for size in sizes:
             base = library_sizes(library, case.label)[size]
-            ctx = make_context({p: every[p] for p in base}, {p: timing[p] for p in base})
+            ctx = make_context({p: every[p] for p in base}, {})
 
             def score(d: Detection) -> tuple[float, bool]:
                 v, ok, parts = _value(ctx.score(d.events, None, d.lines))

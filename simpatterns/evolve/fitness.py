@@ -24,9 +24,15 @@ Paper fitness::
   (0 when the library is empty).
 - length penalty: logarithmic in non-blank lines, lines capped at 1000, so
   at most ``0.5 * log10(1000) = 1.5`` (the paper's cap and maximum).
-- time penalty: 0 while the candidate's mean time per trace is at most the
-  library's mean per-pattern time ``t_lib``, rising linearly to 1 at
-  ``2 * t_lib`` and staying 1 beyond.
+- time penalty: 0 while the candidate's cost per trace is at most the
+  library's mean per-pattern cost ``t_lib``, rising linearly to 1 at
+  ``2 * t_lib`` and staying 1 beyond (the paper's shape). The paper measures
+  cost as run time; ours counts the candidate's Python steps per trace (loop
+  iterations and function calls, `simpatterns.detectors.cost`), because
+  measured time differs between two runs and the same seed must give the same
+  library. ``t_lib`` is floored at ``step_floor`` (the built-in detectors take
+  about 20 steps per trace, which tells nothing apart; a Python loop over a
+  trace's frames takes hundreds). The time the sandbox measures is reported, never scored.
 - degenerate detectors are rejected, not scored: no event on any trace, an
   event on every frame of every trace, or the same frames on every trace
   (it cannot tell any two traces apart; we add this third case because the
@@ -112,7 +118,7 @@ class FitnessConfig:
     bins: int = dist.DEFAULT_BINS  # paper: annotation histogram bins
     divergence: str = "cross-entropy"  # paper: the paper's; "jeffreys" makes identical annotations 0 apart
     signature_decimals: int = 1  # rounding of the per-trace score signature (database clusters)
-    time_resolution: float = 0.05  # time penalty is rounded to this step (timings are noisy)
+    step_floor: float = 200.0  # the library's cost per trace is taken as at least this many Python steps
     checks: bool = True  # evidence: acceptance also checks the events' timing and bodies (`acceptance_problems`)
     mistimed_margin: float = 6.0  # evidence: reject when a common time shift adds more sd than this
     wrong_bodies_margin: float = 3.0  # evidence: reject when the other moving bodies show this many sd more
@@ -138,7 +144,7 @@ class FitnessParts:
     length_penalty: float
     time_penalty: float
     lines: int
-    mean_time_s: float
+    mean_steps: float  # the candidate's Python steps per trace (`simpatterns.detectors.cost`): its cost
     num_events: int
     traces_fired: int
     signature: tuple[float, ...] = field(repr=False, default=())
@@ -159,11 +165,11 @@ def length_penalty(lines: int, config: FitnessConfig) -> float:
     return config.length_scale * math.log10(max(1, min(int(lines), config.max_lines)))
 
 
-def time_penalty(candidate_s: float, library_s: float, resolution: float = 0.0) -> float:
-    """0 up to ``library_s``, linear to 1 at ``2 * library_s``, 1 beyond."""
-    if library_s <= 0:
+def time_penalty(candidate: float, library: float, resolution: float = 0.0) -> float:
+    """0 up to ``library``, linear to 1 at ``2 * library``, 1 beyond (any unit of cost)."""
+    if library <= 0:
         return 0.0
-    p = float(np.clip((candidate_s - library_s) / library_s, 0.0, 1.0))
+    p = float(np.clip((candidate - library) / library, 0.0, 1.0))
     if resolution > 0:
         p = round(p / resolution) * resolution
     return p
@@ -185,14 +191,14 @@ class FitnessContext:
         self,
         traces: Sequence[Trace],
         library_events: dict[str, Sequence[EventList]],
-        library_times: dict[str, float] | None = None,
+        library_steps: dict[str, float] | None = None,
         config: FitnessConfig | None = None,
         trace_distances: np.ndarray | None = None,
         cache_dir: str | None = None,
         salience: TraceSalience | None = None,
     ):
         """``library_events[label][i]``: the events of an existing pattern on trace
-        ``i``; ``library_times[label]``: its mean seconds per trace. The trace side of
+        ``i``; ``library_steps[label]``: its mean Python steps per trace. The trace side of
         each kind can be handed in when already computed (it depends only on the
         traces): ``trace_distances`` (paper) or ``salience`` (evidence)."""
         self.config = (config or FitnessConfig()).resolved()
@@ -206,8 +212,9 @@ class FitnessContext:
         self.patterns = list(library_events)
         self.frames = np.array([t.num_frames for t in self.traces], dtype=np.int64)
         self.horizon = int(self.frames.max())
-        times = [float((library_times or {}).get(p, 0.0)) for p in self.patterns]
-        self.library_mean_time_s = float(np.mean(times)) if times else 0.0
+        steps = [float((library_steps or {}).get(p, 0.0)) for p in self.patterns]
+        self.library_mean_steps = float(np.mean(steps)) if steps else 0.0
+        self.step_reference = max(self.library_mean_steps, float(self.config.step_floor))  # the time penalty's t_lib
         self.library_correlation = 0.0
         if self.config.kind == "evidence":
             self.salience = salience if salience is not None else TraceSalience(self.traces)
@@ -253,11 +260,11 @@ class FitnessContext:
         cls, traces: Sequence[Trace], annotations: Sequence[Annotation], patterns: Sequence[str] | None = None,
         config: FitnessConfig | None = None, **kwargs: Any,
     ) -> "FitnessContext":
-        """From the library's `Annotation`s (one per trace, e.g. `annotate_many`)."""
+        """From the library's `Annotation`s (one per trace, e.g. `annotate_many`); the
+        library's cost is taken as ``step_floor`` (annotations carry times, not steps)."""
         pats = list(patterns) if patterns is not None else (list(annotations[0].patterns) if annotations else [])
         events = {p: [a.events_of(p) for a in annotations] for p in pats}
-        times = {p: float(np.mean([a.timings.get(p, 0.0) for a in annotations])) for p in pats}
-        return cls(traces, events, times, config, **kwargs)
+        return cls(traces, events, None, config, **kwargs)
 
     # -------------------------------------------------------------- pieces
     # Elementwise products and sums, not BLAS (`@`, `np.dot`): on a loaded machine a
@@ -313,16 +320,17 @@ class FitnessContext:
         return self.evidence.checks(events, cfg.mistimed_margin, cfg.wrong_bodies_margin)
 
     # -------------------------------------------------------------- score
-    def score(self, events: Sequence[EventList], times: np.ndarray | None, lines: int,
+    def score(self, events: Sequence[EventList], steps: np.ndarray | None, lines: int,
               events_digest: str | None = None) -> FitnessParts | Reason:
         """Score a candidate's (schema-checked) events; a `Reason` when degenerate.
+        ``steps[i]``: its Python steps on trace ``i`` (`SandboxResult.steps`; None: 0).
         ``events_digest``: the sandbox's hash of the canonical events, when known."""
         if len(events) != len(self.traces):
             raise ValueError(f"events for {len(events)} traces, expected {len(self.traces)}")
         bad = self.degenerate(events)
         if bad is not None:
             return bad
-        mean_t = float(np.mean(times)) if times is not None and len(times) else 0.0
+        mean_t = float(np.mean(steps)) if steps is not None and len(steps) else 0.0
         digest = events_digest or events_hash(events)
         if self.config.kind == "evidence":
             return self._score_evidence(events, mean_t, lines, digest)
@@ -330,7 +338,7 @@ class FitnessContext:
 
     def _penalties(self, lines: int, mean_t: float) -> tuple[float, float]:
         cfg = self.config
-        return length_penalty(lines, cfg), time_penalty(mean_t, self.library_mean_time_s, cfg.time_resolution)
+        return length_penalty(lines, cfg), time_penalty(mean_t, self.step_reference)
 
     def _score_evidence(self, events: Sequence[EventList], mean_t: float, lines: int, digest: str) -> FitnessParts:
         cfg = self.config
@@ -340,8 +348,9 @@ class FitnessContext:
         d = cfg.signature_decimals
         return FitnessParts(
             fitness=float(fitness), gain=float(fitness - self.baseline), correlation=0.0, novelty=0.0,
-            length_penalty=lp, time_penalty=tp, lines=int(lines), mean_time_s=mean_t,
-            num_events=int(sum(len(e) for e in events)), traces_fired=int(sum(1 for e in events if e)),
+            length_penalty=lp, time_penalty=tp, lines=int(lines),
+            mean_steps=mean_t, num_events=int(sum(len(e) for e in events)),
+            traces_fired=int(sum(1 for e in events if e)),
             signature=tuple(float(x) for x in np.round(ev.signature, d) + 0.0), events_hash=digest,
             kind="evidence", evidence=ev.evidence, evidence_dynamics=ev.dynamics, evidence_place=ev.place,
             evidence_new=ev.new,
@@ -379,7 +388,7 @@ class FitnessContext:
             length_penalty=lp,
             time_penalty=tp,
             lines=int(lines),
-            mean_time_s=mean_t,
+            mean_steps=mean_t,
             num_events=int(sum(len(e) for e in events)),
             traces_fired=int(sum(1 for e in events if e)),
             signature=self.signature(D_c),

@@ -19,11 +19,13 @@ import numpy as np
 from simpatterns.annotate.annotator import annotate_many
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Declarations, Detector
+from simpatterns.detectors.cost import counted_detect
 from simpatterns.detectors.library import EVOLVE_RECORD, PatternLibrary
 from simpatterns.evolve.database import Program
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.records import LabelDone
 from simpatterns.evolve.state import JobError
+from simpatterns.sandbox.distributed import ExecutorSandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
 
@@ -31,15 +33,15 @@ from simpatterns.trace import Trace
 @dataclass
 class LibraryState:
     """A library, and per pattern its events on each of the job's traces and its mean
-    time per trace (what the fitness's time penalty compares with)."""
+    Python steps per trace (the cost the fitness's time penalty compares with)."""
 
     library: PatternLibrary
     events: dict[str, list[EventList]]
-    times: dict[str, float]
+    steps: dict[str, float]
 
     @classmethod
     def from_base(cls, base: PatternLibrary, traces: Sequence[Trace]) -> tuple["LibraryState", dict[str, float]]:
-        """The base library annotated on the traces; also returns the measured mean times.
+        """The base library annotated on the traces; also returns its mean steps per trace.
         Raises `JobError` when a base detector fails on a trace."""
         lib = base.copy()
         anns = annotate_many(traces, lib)
@@ -47,15 +49,15 @@ class LibraryState:
         if errors:
             raise JobError(f"the base library fails on the traces: {next(iter(errors.values()))}")
         events = {k: [a.events_of(k) for a in anns] for k in lib.order()}
-        measured = {k: float(np.mean([a.timings.get(k, 0.0) for a in anns])) for k in lib.order()}
-        return cls(lib, events, dict(measured)), measured
+        counted = {k: _mean_steps(lib, k, traces, events) for k in lib.order()}
+        return cls(lib, events, dict(counted)), counted
 
     def without(self, label: str) -> "LibraryState":
         """The library a candidate for ``label`` is scored against: without ``label`` and
         the patterns that read it."""
         drop = {label} | (set(self.library.dependents(label)) if label in self.library else set())
         keep = [k for k in self.library.order() if k not in drop]
-        return LibraryState(self.library, {k: self.events[k] for k in keep}, {k: self.times[k] for k in keep})
+        return LibraryState(self.library, {k: self.events[k] for k in keep}, {k: self.steps[k] for k in keep})
 
     def available(self, label: str) -> list[str]:
         """The patterns a candidate for ``label`` may read."""
@@ -73,7 +75,7 @@ class LibraryState:
             info[k] = d
         return info
 
-    def accept(self, done: LabelDone, sandbox: Sandbox, program: Program | None = None) -> Detector:
+    def accept(self, done: LabelDone, sandbox: Sandbox | ExecutorSandbox, program: Program | None = None) -> Detector:
         """Put the accepted program of ``done`` into the library (provenance "evolved",
         or "self-discovered"; its manifest entry keeps ``done.provenance``) with its
         events from the sandbox. ``program``: the database's program (what its source
@@ -94,5 +96,21 @@ class LibraryState:
         self.library.add(detector, provenance, fitness=float(done.program.fitness), replace=pattern in self.library)
         self.library.entry(pattern).extra[EVOLVE_RECORD] = done.provenance
         self.events[pattern] = result.events
-        self.times[pattern] = float(done.provenance["mean_time_s"])
+        self.steps[pattern] = float(done.provenance.get("mean_steps", 0.0))
         return detector
+
+
+def _mean_steps(lib: PatternLibrary, label: str, traces: Sequence[Trace], events: dict[str, list[EventList]]) -> float:
+    """A base detector's mean Python steps per trace, counted by running it once more
+    (in-process: it is trusted); an untrusted one's as its provenance recorded (else 0)."""
+    det = lib.get(label)
+    if not det.trusted or det.detect is None:
+        record = lib.entry(label).extra.get(EVOLVE_RECORD) or {}
+        return float(record.get("mean_steps", 0.0))
+    detect, counter = counted_detect(det.source, det.filename)
+    counts = []
+    for i, t in enumerate(traces):
+        counter.take()
+        detect(t, {d: list(events[d][i]) for d in det.depends})
+        counts.append(counter.take())
+    return float(np.mean(counts)) if counts else 0.0

@@ -16,6 +16,7 @@ how many programs the island had.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import inspect
 import json
@@ -87,7 +88,7 @@ class Prompt:
     @property
     def prompt_hash(self) -> str:
         blob = json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]  # total on any text
 
     @property
     def function_name(self) -> str:
@@ -119,6 +120,16 @@ def trace_api() -> str:
             doc = _first_paragraph(member)
             lines.append(f"- trace.{name}{sig}" + (f": {doc}" if doc else ""))
     return "\n".join(lines)
+
+
+# The compact prompt's trace API (small local models): the members most detectors use.
+COMPACT_API = """trace.names: body names; trace.num_frames (T), trace.num_bodies (N), trace.dt (seconds per frame)
+trace.position[T, N, D], trace.velocity[T, N, D], trace.angle[T, N]: numpy arrays (D = trace.dim: 2, 3 for MuJoCo)
+trace.contact_frame[K], trace.contact_a[K], trace.contact_b[K]: one row per touching pair per frame
+trace.speed(body) -> [T]; trace.pair_touching(a, b) -> bool [T]; trace.body_index(name) -> int
+trace.dynamic_mask -> bool [N]; events[label] -> [(frame, params), ...] for the patterns in DEPENDS"""
+COMPACT_VERSIONS = 1  # earlier versions shown in a compact prompt (the best)
+COMPACT_PATTERNS = 6  # readable patterns listed in a compact prompt
 
 
 def _first_paragraph(obj: Any) -> str:
@@ -187,36 +198,48 @@ def build_prompt(
     library_info: dict[str, dict[str, Any]],
     feedback: Sequence[dict[str, str]] = (),
     api_text: str | None = None,
+    compact: bool = False,
 ) -> Prompt:
     """``versions`` ascending by fitness; ``library_info[label]`` has
-    ``description``, ``params`` and (for listed dependencies) ``source``."""
+    ``description``, ``params`` and (for listed dependencies) ``source``.
+
+    ``compact`` (small local models): a short trace API (`COMPACT_API`), only
+    the best earlier version, readable patterns by name and params only (at
+    most `COMPACT_PATTERNS`, no sources), one line of feedback."""
     if not versions:
         raise ValueError("a prompt needs at least one earlier version")
+    if compact:
+        versions = list(versions)[-COMPACT_VERSIONS:]
     k = len(versions)
     parts = [
         f"Pattern to detect: {spec.label!r}",
         f"Description: {spec.description}",
         "",
         "The trace API (argument `trace`):",
-        api_text if api_text is not None else trace_api(),
+        COMPACT_API if compact else (api_text if api_text is not None else trace_api()),
         "",
     ]
     readable = sorted(library_info) if spec.depends is None else [d for d in spec.depends if d in library_info]
+    if compact:
+        readable = readable[:COMPACT_PATTERNS]
     if readable:
         parts.append("Patterns whose events the detector may read (list them in DEPENDS; "
                      "events[label] is [(frame, params), ...] sorted by frame):")
         for lab in readable:
             info = library_info[lab]
-            parts.append(f"- {lab!r}: {info['description']} params={info['params']}")
+            about = "" if compact else f" {info['description']}"
+            parts.append(f"- {lab!r}:{about} params={info['params']}")
         for lab in readable:
             src = library_info[lab].get("source")
-            if src and spec.depends is not None:
+            if src and spec.depends is not None and not compact:
                 parts.append(f"\nDetector of {lab!r}:\n```python\n{src.strip()}\n```")
         parts.append("")
     if feedback:
         parts.append("Recent attempts were rejected; avoid these problems:")
         seen = set()
         for fb in reversed(list(feedback)):
+            if compact and seen:
+                break
             code = fb.get("code", "")
             if code in seen:
                 continue
@@ -280,7 +303,15 @@ def _fitting(declared: dict[str, Any], params: list[str]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------- parsing
-_FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+# Every pattern here runs in time linear in the answer: no two adjacent quantifiers over the
+# same characters (``[ \t]*(?:py)?[ \t]*`` is quadratic on a run of spaces), and no ``^\s*``
+# under re.M (each of N blank lines would rescan the N after it).
+MAX_ANSWER_CHARS = 200_000  # an answer longer than this is rejected before any scanning
+_FENCE = re.compile(r"```(?:[ \t]*(?:python|py))?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_DEFINES_DETECT = re.compile(r"^[ \t]*def[ \t]+detect", re.M)
+_DEFINES_FUNCTION = re.compile(r"^[ \t]*def[ \t]+\w+[ \t]*\(", re.M)
+_DEFINES_CONSTANT = re.compile(r"^[A-Z_]+[ \t]*=", re.M)
+_BREAK = re.compile(r"\r\n|\r|\n")
 _VERSION = re.compile(r"detect_v\d+")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # a line with its break, as the parser counts them
 
@@ -291,7 +322,7 @@ def extract_code(text: str) -> str:
     blocks = [m.group(1) for m in _FENCE.finditer(text)]
     if not blocks:
         return text
-    with_def = [b for b in blocks if re.search(r"^\s*def\s+detect", b, re.M)]
+    with_def = [b for b in blocks if _DEFINES_DETECT.search(b)]
     return max(with_def or blocks, key=len)
 
 
@@ -317,11 +348,13 @@ def _assemble(text: str, prompt: Prompt, spec: LabelSpec) -> tuple[str, ast.Modu
     An answer with two top-level statements on one line (copied once per
     statement) is the exception: its module is parsed again.
     """
+    if len(text) > MAX_ANSWER_CHARS:
+        raise Rejected(R.TOO_LONG, f"answer of {len(text)} characters, limit {MAX_ANSWER_CHARS}")
     code = extract_code(text).replace("\t", "    ")
     want = prompt.function_name
     if not code.strip():
         raise Rejected(R.NO_FUNCTION, "empty answer")
-    if not re.search(r"^\s*def\s+\w+\s*\(", code, re.M) and not re.search(r"^[A-Z_]+\s*=", code, re.M):
+    if not _DEFINES_FUNCTION.search(code) and not _DEFINES_CONSTANT.search(code):
         code = _from_body(code, prompt, spec)
     code, tree, keep = _read_answer(code, want)
     lines = _LINE.findall(code)
@@ -399,7 +432,8 @@ def _read_answer(code: str, want: str) -> tuple[str, ast.Module, list[ast.stmt]]
     defines ``want`` at the top level, ``want`` is renamed to ``detect`` (every name
     token, comments and strings untouched) before the parse; the function to keep is
     then the renamed one, and other ``detect``/``detect_v*`` functions are dropped."""
-    starts = {_line_at(code, m.start()) for m in _def_pattern(want).finditer(code)}
+    offsets = [m.start() for m in _def_pattern(want).finditer(code)]
+    starts = set(_lines_at(code, offsets))
     if starts:
         renamed = rename_name(code, want, "detect")
         tree = _parse_or_reject(renamed, code)
@@ -427,8 +461,12 @@ def _def_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?:\A|(?<=[\r\n]))def[^\S\r\n]+{re.escape(name)}[^\S\r\n]*\(")
 
 
-def _line_at(code: str, offset: int) -> int:
-    return len(re.findall(r"\r\n|\r|\n", code[:offset])) + 1
+def _lines_at(code: str, offsets: list[int]) -> list[int]:
+    """The 1-based line of each offset, in one pass over the code (not one per offset)."""
+    if not offsets:
+        return []
+    breaks = [m.end() for m in _BREAK.finditer(code, 0, max(offsets))]
+    return [bisect.bisect_right(breaks, off) + 1 for off in offsets]
 
 
 def _parse(source: str) -> ast.Module:

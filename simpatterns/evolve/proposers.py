@@ -90,6 +90,12 @@ class LLMProposer:
         self.max_tokens = max_tokens
 
     @property
+    def exhausted(self) -> str | None:
+        """The client's budget refusal (which budget, in words), once it refused."""
+        budget = getattr(self.client, "budget", None)
+        return getattr(budget, "exhausted", None)
+
+    @property
     def name(self) -> str:
         try:
             return str(self.client.model)

@@ -49,29 +49,33 @@ class LabelStart:
     seed_reason: Reason | None  # why the seed program was not scored (it is still in the database)
     baseline: float
     library_correlation: float
-    library_mean_time_s: float
+    step_reference: float | None  # the time penalty's library cost, Python steps per trace (None: older logs)
     library: list[str]  # the patterns the candidates may read
     database: DatabaseConfig
     replaces: bool  # the label is in the library already
     incumbent_fitness: float | None  # the library's detector of the label: what a replacement must beat
-    elapsed_s: float
+    elapsed_s: float | None = None  # logs before issue 12 only: a log holds no clock time (same seed, same log)
+    library_mean_time_s: float | None = None  # logs before issue 12 only (the time penalty read run times)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.KIND, "label": self.label, "index": self.index, "spec": self.spec.to_json(),
                 "origin": self.origin, "seed_program": self.seed_program.to_json(),
                 "seed_reason": _json(self.seed_reason), "baseline": self.baseline,
-                "library_correlation": self.library_correlation, "library_mean_time_s": self.library_mean_time_s,
+                "library_correlation": self.library_correlation,
+                **_optional("library_mean_time_s", self.library_mean_time_s),
+                **_optional("step_reference", self.step_reference),
                 "library": list(self.library), "database": asdict(self.database), "replaces": self.replaces,
-                "incumbent_fitness": self.incumbent_fitness, "elapsed_s": self.elapsed_s}
+                "incumbent_fitness": self.incumbent_fitness, **_elapsed(self.elapsed_s)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "LabelStart":
         inc = d.get("incumbent_fitness")
         return cls(d["label"], int(d["index"]), LabelSpec(**d["spec"]), d.get("origin", ""),
                    Program.from_json(d["seed_program"]), _reason(d.get("seed_reason")), float(d["baseline"]),
-                   float(d.get("library_correlation", 0.0)), float(d.get("library_mean_time_s", 0.0)),
+                   float(d.get("library_correlation", 0.0)), _float_or_none(d.get("step_reference")),
                    list(d.get("library", [])), DatabaseConfig(**d["database"]), bool(d["replaces"]),
-                   None if inc is None else float(inc), float(d.get("elapsed_s", 0.0)))
+                   None if inc is None else float(inc), _float_or_none(d.get("elapsed_s")),
+                   _float_or_none(d.get("library_mean_time_s")))
 
 
 @dataclass
@@ -98,7 +102,7 @@ class Sample:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
-    wall_s: float
+    wall_s: float | None  # logs before issue 12 only (a log holds no clock time)
     outcome: str
     fitness: dict[str, Any] | None = None
     signature: list[float] | None = None
@@ -118,7 +122,8 @@ class Sample:
             "island": self.island, "epoch": self.epoch, "parents": list(self.parents), "version": self.version,
             "prompt_hash": self.prompt_hash, "seed": self.seed, "model": self.model, "code": self.code,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "finish_reason": self.finish_reason, "wall_s": self.wall_s, "outcome": self.outcome,
+            "finish_reason": self.finish_reason, **({} if self.wall_s is None else {"wall_s": self.wall_s}),
+            "outcome": self.outcome,
             "fitness": self.fitness,
         }
         if self.signature is not None:
@@ -134,7 +139,7 @@ class Sample:
         return cls(d["label"], int(d["round"]), int(d.get("k", 0)), int(d["sample"]), int(d["island"]),
                    int(d["epoch"]), list(d.get("parents", [])), int(d.get("version", 0)), d.get("prompt_hash", ""),
                    int(d.get("seed", 0)), d.get("model", ""), d.get("code"), int(d.get("prompt_tokens", 0)),
-                   int(d.get("completion_tokens", 0)), d.get("finish_reason", ""), float(d.get("wall_s", 0.0)),
+                   int(d.get("completion_tokens", 0)), d.get("finish_reason", ""), _float_or_none(d.get("wall_s")),
                    d["outcome"], d.get("fitness"), None if sig is None else list(sig), _reason(d.get("reason")),
                    d.get("status"))
 
@@ -145,16 +150,16 @@ class RoundEnd:
 
     label: str
     round: int
-    elapsed_s: float
+    elapsed_s: float | None  # logs before issue 12 only
     tokens: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.KIND, "label": self.label, "round": self.round, "elapsed_s": self.elapsed_s,
+        return {"type": self.KIND, "label": self.label, "round": self.round, **_elapsed(self.elapsed_s),
                 "tokens": self.tokens}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "RoundEnd":
-        return cls(d["label"], int(d["round"]), float(d["elapsed_s"]), int(d.get("tokens", 0)))
+        return cls(d["label"], int(d["round"]), _float_or_none(d.get("elapsed_s")), int(d.get("tokens", 0)))
 
 
 @dataclass
@@ -170,7 +175,7 @@ class LabelDone:
     why: str
     samples: int
     self_discovered: bool
-    elapsed_s: float
+    elapsed_s: float | None  # logs before issue 12 only
     baseline: float
     program: Program | None  # the best program
     provenance: dict[str, Any] | None = None
@@ -178,7 +183,7 @@ class LabelDone:
     def to_json(self) -> dict[str, Any]:
         d = {"type": self.KIND, "label": self.label, "index": self.index, "accepted": self.accepted,
              "why": self.why, "samples": self.samples, "self_discovered": self.self_discovered,
-             "elapsed_s": self.elapsed_s, "baseline": self.baseline,
+             **_elapsed(self.elapsed_s), "baseline": self.baseline,
              "program": None if self.program is None else self.program.to_json()}
         if self.provenance is not None:
             d["provenance"] = self.provenance
@@ -188,7 +193,7 @@ class LabelDone:
     def from_json(cls, d: dict[str, Any]) -> "LabelDone":
         prog = d.get("program")
         return cls(d["label"], int(d["index"]), bool(d["accepted"]), d.get("why", ""), int(d.get("samples", 0)),
-                   bool(d.get("self_discovered", False)), float(d.get("elapsed_s", 0.0)),
+                   bool(d.get("self_discovered", False)), _float_or_none(d.get("elapsed_s")),
                    float(d.get("baseline", 0.0)), None if prog is None else Program.from_json(prog),
                    d.get("provenance"))
 
@@ -221,18 +226,31 @@ class ProposedLabels:
 class JobDone:
     KIND: ClassVar[str] = "job_done"
 
-    elapsed_s: float
+    elapsed_s: float | None  # logs before issue 12 only
     library: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.KIND, "elapsed_s": self.elapsed_s, "library": self.library}
+        return {"type": self.KIND, **_elapsed(self.elapsed_s), "library": self.library}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "JobDone":
-        return cls(float(d.get("elapsed_s", 0.0)), str(d.get("library", "")))
+        return cls(_float_or_none(d.get("elapsed_s")), str(d.get("library", "")))
 
 
 Record = Union[LabelStart, Sample, RoundEnd, LabelDone, ProposedLabels, JobDone]
+
+
+def _elapsed(value: float | None) -> dict[str, float]:
+    """The ``elapsed_s`` key of a record read from an older log (new records have none)."""
+    return _optional("elapsed_s", value)
+
+
+def _optional(key: str, value: float | None) -> dict[str, float]:
+    return {} if value is None else {key: value}
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
 KINDS: dict[str, Any] = {c.KIND: c for c in (LabelStart, Sample, RoundEnd, LabelDone, ProposedLabels, JobDone)}
 # the kinds that end a group of records in the log (see `simpatterns.evolve.runlog`)
 COMMITS = frozenset(KINDS) - {Sample.KIND}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import time
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,6 +32,7 @@ from simpatterns.evolve.records import Sample
 from simpatterns.evolve.state import PROMPT_STREAM, PROPOSE_STREAM, JobState, LabelState
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.gate import check_candidate
+from simpatterns.sandbox.distributed import ExecutorSandbox
 from simpatterns.sandbox.pool import Sandbox, SandboxError
 from simpatterns.sandbox.reasons import Reason, Rejected
 
@@ -46,7 +47,7 @@ class Outcome:
     parts: FitnessParts | None = None
     reason: Reason | None = None
     lines: int = 0
-    wall_s: float = 0.0
+    cpu_s: float = 0.0  # measured by the sandbox, for reports (``timings.jsonl``); never scored
     constants: dict[str, Any] | None = None  # what the scored program declares, as written
 
 
@@ -54,14 +55,13 @@ class Evaluator:
     """Gate -> sandbox -> fitness for one program; safe to call from several threads.
     ``fitness_for(label)``: the fitness context candidates for ``label`` are scored in."""
 
-    def __init__(self, sandbox: Sandbox, fitness_for: Callable[[str], FitnessContext], gate: bool = True):
+    def __init__(self, sandbox: Sandbox | ExecutorSandbox, fitness_for: Callable[[str], FitnessContext], gate: bool = True):
         self.sandbox = sandbox
         self.fitness_for = fitness_for
         self.gate = gate
 
     def evaluate(self, source: str, spec: LabelSpec, tree: ast.Module | None = None) -> Outcome:
         """``tree``: ``source`` parsed already (by its proposer); None: the gate parses it."""
-        t0 = time.perf_counter()
         ctx = self.fitness_for(spec.label)
         available = list(ctx.patterns)
         allowed = available if spec.depends is None else [d for d in spec.depends if d in available]
@@ -69,16 +69,15 @@ class Evaluator:
             cand = check_candidate(source, spec.label, allowed, max_lines=MAX_CANDIDATE_LINES, safety=self.gate,
                                    tree=tree)
         except Rejected as exc:
-            return Outcome(reason=exc.reason, lines=count_lines(source), wall_s=time.perf_counter() - t0)
+            return Outcome(reason=exc.reason, lines=count_lines(source))
         res = self.sandbox.evaluate(cand)
         if not res.ok:
-            return Outcome(reason=res.reason, lines=cand.num_lines, wall_s=time.perf_counter() - t0)
+            return Outcome(reason=res.reason, lines=cand.num_lines, cpu_s=res.cpu_s)
         assert res.events is not None
-        scored = ctx.score(res.events, res.times, cand.num_lines, res.events_hash)
+        scored = ctx.score(res.events, res.steps, cand.num_lines, res.events_hash)
         if isinstance(scored, Reason):
-            return Outcome(reason=scored, lines=cand.num_lines, wall_s=time.perf_counter() - t0)
-        return Outcome(parts=scored, lines=cand.num_lines, wall_s=time.perf_counter() - t0,
-                       constants=cand.constants)
+            return Outcome(reason=scored, lines=cand.num_lines, cpu_s=res.cpu_s)
+        return Outcome(parts=scored, lines=cand.num_lines, cpu_s=res.cpu_s, constants=cand.constants)
 
 
 @dataclass
@@ -95,8 +94,8 @@ class RoundItem:
 
 
 def plan_round(state: JobState, cur: LabelState, batch: int, library_info: dict[str, dict[str, Any]],
-               api_text: str) -> list[RoundItem]:
-    """The round's prompts, all from the database as it is now."""
+               api_text: str, compact: bool = False) -> list[RoundItem]:
+    """The round's prompts, all from the database as it is now (``compact``: for small models)."""
     items: list[RoundItem] = []
     for k in range(batch):
         rng = state.rng(cur.index, cur.round, k, PROMPT_STREAM)
@@ -105,7 +104,7 @@ def plan_round(state: JobState, cur: LabelState, batch: int, library_info: dict[
         versions = [Version(p.source, p.fitness if p.parts.get("rejected") is None else None, p.id, p.declared())
                     for p in progs]
         prompt = build_prompt(cur.spec, versions, island, cur.db.epoch(island), library_info,
-                              cur.db.feedback(island), api_text)
+                              cur.db.feedback(island), api_text, compact=compact)
         seed = int(state.rng(cur.index, cur.round, k, PROPOSE_STREAM).integers(2**31 - 1))
         items.append(RoundItem(k, cur.samples + k, island, cur.db.epoch(island), versions, prompt, seed))
     return items
@@ -152,6 +151,27 @@ async def run_round(items: list[RoundItem], spec: LabelSpec, proposer: Any, eval
         await asyncio.gather(*consumers)
 
 
+def safe_sample_record(cur: LabelState, it: RoundItem, quarantine: Callable[[dict[str, Any]], None]) -> Sample:
+    """`sample_record`, or, when the record cannot be built or written as JSON, a rejected
+    sample with reason ``quarantined``: the item goes to ``quarantine`` with why, and the job
+    (and every ``--resume``) goes on past it."""
+    try:
+        rec = sample_record(cur, it)
+        json.dumps(rec.to_json(), allow_nan=False).encode("utf-8")
+        return rec
+    except Exception as exc:  # noqa: BLE001 - one unprocessable answer costs one sample
+        why = f"{type(exc).__name__}: {exc}"
+        code = it.proposal.source if it.proposal is not None else None
+        quarantine({"label": cur.spec.label, "sample": it.sample, "reason": why,
+                    "code": None if code is None else code[:100_000]})
+        rec = Sample(label=cur.spec.label, round=cur.round, k=it.k, sample=it.sample, island=it.island,
+                     epoch=it.epoch, parents=it.prompt.parents, version=it.prompt.version,
+                     prompt_hash=it.prompt.prompt_hash, seed=it.seed, model="", code=None, prompt_tokens=0,
+                     completion_tokens=0, finish_reason="", wall_s=None, outcome="rejected")
+        rec.reason = Reason(R.QUARANTINED, why)
+        return rec
+
+
 def sample_record(cur: LabelState, it: RoundItem) -> Sample:
     prop, out = it.proposal, it.outcome
     assert prop is not None and out is not None
@@ -159,7 +179,7 @@ def sample_record(cur: LabelState, it: RoundItem) -> Sample:
                  parents=it.prompt.parents, version=it.prompt.version, prompt_hash=it.prompt.prompt_hash,
                  seed=it.seed, model=prop.model, code=prop.source, prompt_tokens=prop.prompt_tokens,
                  completion_tokens=prop.completion_tokens, finish_reason=prop.finish_reason,
-                 wall_s=round(out.wall_s, 6), outcome="scored" if out.parts is not None else "rejected")
+                 wall_s=None, outcome="scored" if out.parts is not None else "rejected")
     if out.parts is not None:
         rec.fitness = out.parts.to_json()
         rec.signature = list(out.parts.signature)

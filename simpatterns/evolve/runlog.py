@@ -9,6 +9,11 @@
   ``job_done``). A group is written with one ``write`` and fsynced;
   on resume everything after the last commit record (a torn group from a
   ``kill -9``) is cut off, so the log always ends on a consistent state;
+- ``quarantine.jsonl``: samples that could not be processed or logged, each
+  with the reason (their log record is a rejection with reason ``quarantined``);
+- ``timings.jsonl``: what each evaluated sample cost in CPU seconds, as the
+  sandbox measured it from outside the child (for reports; it differs between
+  runs, so nothing that decides the library reads it);
 - ``snapshot.json``: the state after some commit (islands, counters, the
   seed scheme the random streams derive from) and the log offset it
   corresponds to, written atomically; resume loads it and replays the log
@@ -36,6 +41,8 @@ class RunLog:
         self.samples_path = self.dir / "samples.jsonl"
         self.snapshot_path = self.dir / "snapshot.json"
         self.job_path = self.dir / "job.json"
+        self.quarantine_path = self.dir / "quarantine.jsonl"
+        self.timings_path = self.dir / "timings.jsonl"
 
     # -------------------------------------------------------------- writing
     def append(self, records: list[dict[str, Any]]) -> int:
@@ -53,6 +60,18 @@ class RunLog:
             return os.fstat(fd).st_size
         finally:
             os.close(fd)
+
+    def quarantine(self, record: dict[str, Any]) -> None:
+        """Append one unprocessable item and why (ASCII JSON: any text can be written)."""
+        line = json.dumps(record, ensure_ascii=True, default=repr, allow_nan=True) + "\n"
+        with open(self.quarantine_path, "a", encoding="ascii", errors="replace") as fh:
+            fh.write(line)
+
+    def write_timings(self, rows: list[dict[str, Any]]) -> None:
+        """Append measured times (one JSON line each); not part of the reproducible log."""
+        if rows:
+            with open(self.timings_path, "a", encoding="utf-8") as fh:
+                fh.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
 
     def size(self) -> int:
         try:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from simpatterns.annotation import normalize_label
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.evolve.prompt import LabelSpec
+from simpatterns.evolve.prompt import MAX_ANSWER_CHARS, LabelSpec
 from simpatterns.evolve.records import ProposedLabels
 
 
@@ -53,19 +53,21 @@ def self_discovery_prompt(library: PatternLibrary, reasoning_texts: Sequence[str
 
 def parse_proposed_labels(text: str, taken: set[str], k: int) -> list[LabelSpec]:
     """Labels from the LLM's answer (a JSON list, possibly fenced); unknown shapes are skipped."""
-    m = re.search(r"\[.*\]", text, re.S)
+    text = text[:MAX_ANSWER_CHARS]
+    # the first "[" to the last "]" (what a greedy r"\[.*\]" finds, without its quadratic backtracking)
+    start, end = text.find("["), text.rfind("]")
     items: list[Any] = []
-    if m:
+    if 0 <= start < end:
         try:
-            items = json.loads(m.group(0))
-        except json.JSONDecodeError:
+            items = json.loads(text[start:end + 1])
+        except (json.JSONDecodeError, RecursionError):
             items = []
     if not items:
         items = []
         for obj in re.findall(r"\{[^{}]*\}", text):
             try:
                 items.append(json.loads(obj))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
     out: list[LabelSpec] = []
     seen = set(taken)

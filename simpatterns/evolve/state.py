@@ -98,12 +98,12 @@ class JobState:
         elif isinstance(rec, RoundEnd):
             cur = self._cur(rec.KIND, rec.label)
             cur.round = rec.round + 1
-            self.elapsed_s = rec.elapsed_s
+            self.elapsed_s = max(self.elapsed_s, rec.elapsed_s or 0.0)
         elif isinstance(rec, LabelDone):
             self.done.append(rec)
             self.current = None
             self.next_label = max(self.next_label, rec.index + 1)
-            self.elapsed_s = rec.elapsed_s
+            self.elapsed_s = max(self.elapsed_s, rec.elapsed_s or 0.0)
         elif isinstance(rec, ProposedLabels):
             self.labels.extend(rec.labels)
             self.proposed = True
@@ -216,4 +216,4 @@ def open_job(log: RunLog, seed: int, labels: Sequence[LabelSpec], traces_id: str
         state, start = JobState(seed, [LabelSpec(**s) for s in job["labels"]]), 0
     log.truncate(end)
     replay(state, log, start)
-    return state, dict(job.get("base_times") or {})
+    return state, dict(job.get("base_steps") or {})

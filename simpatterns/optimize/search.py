@@ -5,8 +5,10 @@ Proposals PHYRE rejects (the ball overlaps a body or leaves the scene) are
 redrawn before simulation and counted in ``invalid_proposals``, not in the
 budget, as PHYRE does not count them as attempts.
 
-Annealing works in the unit cube of (x, y, r), or on the ``bins**3`` grid
-of the quantised action space. Each round proposes ``batch_size``
+Annealing works in the unit cube of the objective's actions (``(x, y, r)``
+for PHYRE; ``objective.action_dim`` numbers for others, e.g. the rope's
+pushes, `simpatterns.optimize.rope.RopeObjective`), or on the ``bins**3``
+grid of PHYRE's quantised action space. Each round proposes ``batch_size``
 neighbours of the current action (Gaussian steps of ``step_size``,
 reflected into [0, 1]; on the grid rounded to cells, at least one cell
 away), evaluates them together (in parallel with a process pool), takes the
@@ -101,21 +103,23 @@ class SearchResult:
 
 
 class _Space:
-    """Continuous unit cube, or the bins^3 grid (cells as integer coordinates)."""
+    """Continuous unit cube of ``dim`` numbers, or PHYRE's bins^3 grid (cells as integer coordinates)."""
 
-    def __init__(self, bins: int | None):
+    def __init__(self, bins: int | None, dim: int = 3):
         if bins is not None and bins < 1:
             raise ValueError(f"bins must be >= 1, got {bins}")
-        self.bins = bins
+        if bins is not None and dim != 3:
+            raise ValueError(f"bins quantise PHYRE's (x, y, r) actions; this objective has {dim} action numbers")
+        self.bins, self.dim = bins, int(dim)
 
     def random(self, rng: np.random.Generator) -> np.ndarray:
         if self.bins is None:
-            return rng.random(3)
+            return rng.random(self.dim)
         return rng.integers(0, self.bins, 3).astype(np.float64)
 
     def neighbour(self, x: np.ndarray, step: float, rng: np.random.Generator) -> np.ndarray:
         if self.bins is None:
-            return _reflect(x + rng.normal(0.0, step, 3), 0.0, 1.0)
+            return _reflect(x + rng.normal(0.0, step, self.dim), 0.0, 1.0)
         delta = np.rint(rng.normal(0.0, max(step * self.bins, 0.5), 3))
         if not delta.any():
             delta[rng.integers(3)] = rng.choice((-1.0, 1.0))
@@ -141,11 +145,13 @@ class _Run:
     """Bookkeeping shared by both searches: budget, best, curve, redraws."""
 
     def __init__(self, objective: Objective, pool: RolloutPool, space: _Space, budget: int,
-                 stop_on_success: bool, progress: ProgressFn | None):
+                 stop_on_success: bool, progress: ProgressFn | None, stop_on_goal: bool = False):
         if budget < 1:
             raise ValueError(f"budget must be >= 1, got {budget}")
         self.objective, self.pool, self.space = objective, pool, space
         self.budget, self.stop_on_success, self.progress = budget, stop_on_success, progress
+        self.stop_on_goal = stop_on_goal
+        self.goal_reached = False
         self.evaluations: list[Evaluation] = []
         self.curve: list[float] = []
         self.best: Evaluation | None = None
@@ -157,7 +163,9 @@ class _Run:
 
     @property
     def done(self) -> bool:
-        return self.left <= 0 or (self.stop_on_success and self.best is not None and self.best.success)
+        if self.left <= 0 or (self.stop_on_goal and self.goal_reached):
+            return True
+        return self.stop_on_success and self.best is not None and self.best.success
 
     def valid(self, draw: Callable[[], np.ndarray]) -> np.ndarray:
         for _ in range(MAX_REDRAWS):
@@ -172,6 +180,7 @@ class _Run:
         evals = self.pool.evaluate([self.space.action(x) for x in xs])
         for e in evals:
             self.evaluations.append(e)
+            self.goal_reached = self.goal_reached or e.goal_success
             if self.best is None or e.score > self.best.score:
                 self.best = e
             self.curve.append(self.best.score)
@@ -201,6 +210,7 @@ def anneal(
     workers: int = 1,
     pool: RolloutPool | None = None,
     stop_on_success: bool = True,
+    stop_on_goal: bool = False,
     keep_trace: bool = True,
     progress: ProgressFn | None = None,
 ) -> SearchResult:
@@ -209,17 +219,19 @@ def anneal(
     ``bins`` searches the quantised Discrete(bins**3) space; ``workers > 1``
     evaluates each round's batch in a process pool (or pass an open `pool`).
     Stops early once the reward succeeds (score 1) unless ``stop_on_success``
-    is False. ``keep_trace`` re-simulates the best action for ``best_trace``.
+    is False; ``stop_on_goal`` also stops at the first sample that meets the
+    objective's goal test (an agent stops once the task is solved, whatever
+    its reward says). ``keep_trace`` re-simulates the best action for ``best_trace``.
     """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    space = _Space(bins)
+    space = _Space(bins, getattr(objective, "action_dim", 3))
     own = pool is None
     pool = pool if pool is not None else RolloutPool(objective, workers if config.batch_size > 1 else 1)
     try:
         if own:
             pool.__enter__()
-        run = _Run(objective, pool, space, budget, stop_on_success, progress)
+        run = _Run(objective, pool, space, budget, stop_on_success, progress, stop_on_goal)
         x_cur = run.valid(lambda: space.random(rng))
         s_cur = run.evaluate([x_cur])[0].score
         while not run.done:
@@ -249,20 +261,21 @@ def random_search(
     workers: int = 1,
     pool: RolloutPool | None = None,
     stop_on_success: bool = True,
+    stop_on_goal: bool = False,
     keep_trace: bool = True,
     progress: ProgressFn | None = None,
 ) -> SearchResult:
     """Uniformly random valid actions (or grid cells); keeps the best. Same
-    budget accounting and result as `anneal`."""
+    budget accounting, stopping rules and result as `anneal`."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    space = _Space(bins)
+    space = _Space(bins, getattr(objective, "action_dim", 3))
     own = pool is None
     pool = pool if pool is not None else RolloutPool(objective, workers)
     try:
         if own:
             pool.__enter__()
-        run = _Run(objective, pool, space, budget, stop_on_success, progress)
+        run = _Run(objective, pool, space, budget, stop_on_success, progress, stop_on_goal)
         while not run.done:
             n = min(max(1, batch_size), run.left)
             run.evaluate([run.valid(lambda: space.random(rng)) for _ in range(n)])

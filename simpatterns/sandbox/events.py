@@ -29,6 +29,7 @@ def check_events(
     the ``body_params`` keys (the detector's BODY_PARAMS; default: the contract's).
     Returns the plain events, or a reason dict."""
     bodies = frozenset(default_body_params(params)) if body_params is None else body_params
+    body_keys = sorted(bodies)  # checked in a fixed order: the same detail in every run
     if isinstance(raw, (list, tuple)) and len(raw) > max_events:
         return {"reason": "too_many_events", "detail": f"{len(raw)} events on trace {idx}, limit {max_events}"}
     try:
@@ -42,7 +43,7 @@ def check_events(
                     "detail": f"trace {idx} event {i}: keys {sorted(keys - params)} not in PARAMS {sorted(params)}"}
         if params - keys:
             return {"reason": "missing_params", "detail": f"trace {idx} event {i}: missing keys {sorted(params - keys)}"}
-        for key in bodies:
+        for key in body_keys:
             bad = not_a_body(p[key], names)
             if bad is not None:
                 return {"reason": "unknown_object", "detail": f"trace {idx} event {i}: {key}={bad!r} is not a body name"}
@@ -74,6 +75,7 @@ def check_plain_events(
     default: the contract's), an integer ``frames`` >= 1 when ``interval``. The child ran
     `check_events`; this is the same schema again on the other side of the boundary."""
     bodies = frozenset(default_body_params(params)) if body_params is None else body_params
+    body_keys = sorted(bodies)  # checked in a fixed order: the same detail in every run
     if not isinstance(items, list):
         return Reason(R.INVALID_EVENTS, f"trace {idx}: events are not a list")
     if len(items) > max_events:
@@ -92,7 +94,7 @@ def check_plain_events(
             code = R.UNKNOWN_PARAMS if extra else R.MISSING_PARAMS
             return Reason(code, f"trace {idx} event {i}: keys {extra or missing} " +
                           ("not in PARAMS" if extra else "missing"))
-        for key in bodies:
+        for key in body_keys:
             bad = not_a_body(p[key], names)
             if bad is not None:
                 return Reason(R.UNKNOWN_OBJECT, f"trace {idx} event {i}: {key}={bad!r} is not a body name")

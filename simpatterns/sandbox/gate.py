@@ -44,6 +44,10 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     # numpy's sub-packages that hold file IO (np.lib.format.open_memmap, np.lib.npyio)
     "lib", "core", "rec",
 })
+# The interpreter's own objects expose frames, code and globals without an underscore:
+# a generator's gi_frame.f_back.f_globals is the module that called it, a traceback's
+# tb_frame the same. Every attribute of these families is refused.
+INTERPRETER_PREFIXES = ("gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_", "im_")
 INTROSPECTION_CALLS = frozenset({"getattr", "hasattr"})
 
 
@@ -203,10 +207,20 @@ def _walk(tree: ast.AST) -> None:
             raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.name}")
         elif isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)):
             raise Rejected(R.FORBIDDEN_NAME, f"line {line}: async code")
+        elif isinstance(node, ast.MatchClass):
+            # ``case object(__class__=c)`` reads attributes by the names in kwd_attrs
+            for name in node.kwd_attrs:
+                _check_attr_name(name, line)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name and node.name.startswith("__"):
+            raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.name}")
+        elif isinstance(node, ast.MatchMapping) and node.rest and node.rest.startswith("__"):
+            raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {node.rest}")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and any(n.startswith("__") for n in node.names):
+            raise Rejected(R.FORBIDDEN_NAME, f"line {line}: {', '.join(node.names)}")
 
 
 def _check_attr_name(name: str, line: object) -> None:
-    if name.startswith("_"):
+    if name.startswith("_") or name.startswith(INTERPRETER_PREFIXES):
         raise Rejected(R.FORBIDDEN_ATTRIBUTE, f"line {line}: .{name}")
     if name in FORBIDDEN_ATTRIBUTES:
         raise Rejected(R.FORBIDDEN_ATTRIBUTE, f"line {line}: .{name}")

@@ -17,7 +17,7 @@ class SandboxLimits:
     memory_mb: int = 1024  # address space on top of the pre-warmed server's
     output_bytes: int = 1 << 20  # stdout+stderr cap (RLIMIT_FSIZE)
     max_events_per_trace: int = 5000
-    max_result_bytes: int = 64 << 20
+    max_result_bytes: int = 4 << 20  # events JSON; capped while it streams (bounds the parent's memory)
     recursion_limit: int = 1000
     server_grace_s: float = 10.0  # the parent's extra wall clock before it kills a server
 

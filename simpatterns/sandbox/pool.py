@@ -44,6 +44,7 @@ from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Declarations, Detector
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.events import check_plain_events
+from simpatterns.sandbox.kernel import Protection
 from simpatterns.sandbox.limits import SandboxLimits
 from simpatterns.sandbox.reasons import Reason
 from simpatterns.sandbox.server import HEADER
@@ -51,11 +52,25 @@ from simpatterns.trace import Trace
 
 # Variables a candidate could use to reach services (API keys, proxies, cloud
 # credentials) never reach the server: it gets this environment and nothing else.
-_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **({"SECCOMP_DEBUG_KILL": "1"} if os.environ.get("SECCOMP_DEBUG_KILL") else {})}
 _THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding simpatterns/
+
+
+UNSAFE_ENV = "SIMPATTERNS_UNSAFE_SANDBOX"
+
+
+def unsafe_allowed() -> bool:
+    """Whether the user asked to run untrusted code below the stated minimum (``--unsafe-sandbox``)."""
+    return os.environ.get(UNSAFE_ENV, "") not in ("", "0")
+
+
+def allow_unsafe() -> None:
+    """What ``--unsafe-sandbox`` does: every sandbox this process starts runs untrusted code even
+    below the stated minimum."""
+    os.environ[UNSAFE_ENV] = "1"
 
 
 def scrubbed_env() -> dict[str, str]:
@@ -63,21 +78,32 @@ def scrubbed_env() -> dict[str, str]:
     return {**_KEEP_ENV, **_THREAD_ENV}
 
 
+CONTAINER_BYTES = 12  # a result may hold one list or object per this many bytes (an event takes ~13 or more)
+
 @dataclass
 class SandboxResult:
     """What running a candidate produced.
 
     ``events[i]`` are the sorted ``(frame, params)`` of trace ``i`` (job
     order; of the ``i``-th requested trace when `Sandbox.evaluate` got
-    ``traces``) and ``times[i]`` the seconds ``detect`` took on it, measured in
-    the child; both are None when rejected.
+    ``traces``); both are None when rejected. ``cpu_s``: the CPU seconds the
+    child spent on the job, read by the fork server from the child's CPU clock
+    (from outside: the candidate cannot change it). ``times[i]``: that total
+    shared among the traces in the proportions the child reported (the child
+    can skew the split, never the sum): for reports and limits only, never for
+    fitness (it differs between runs). ``steps[i]``: the lines of the candidate
+    the child counted on trace ``i`` (`simpatterns.detectors.cost`), the same
+    in every run: what the evolver's time penalty reads.
     """
 
     reason: Reason | None
     events: list[EventList] | None = None
     times: np.ndarray | None = None
+    steps: np.ndarray | None = None
     wall_s: float = 0.0
+    cpu_s: float = 0.0
     pid: int | None = None
+    uid: int | None = None  # the uid the child ran as (root: one of `Sandbox.candidate_uids`)
     smoke_ok: bool = False
     events_hash: str = ""  # of the canonical events JSON (equal behaviour, equal hash)
     info: dict[str, Any] = field(default_factory=dict)
@@ -91,12 +117,17 @@ class SandboxError(RuntimeError):
     """The sandbox machinery itself failed (not a candidate's fault)."""
 
 
+class SandboxRefused(SandboxError):
+    """This machine gives less than the stated minimum and the user did not pass --unsafe-sandbox."""
+
+
 class SandboxWorker:
     """One fork server process and the pipes to it."""
 
-    def __init__(self, root: str, index: int = 0):
+    def __init__(self, root: str, index: int = 0, namespaces: bool = True):
         self.root = root
         self.index = index
+        self.namespaces = namespaces
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
         self.last_child: int | None = None
@@ -113,7 +144,8 @@ class SandboxWorker:
         stderr = open(self._stderr_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index)],
+                [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index),
+                 "namespaces" if self.namespaces else "no-namespaces"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -129,6 +161,13 @@ class SandboxWorker:
         if msg.get("op") != "ready":
             raise SandboxError(f"fork server {self.index} sent {msg!r} instead of 'ready'")
         self.info = dict(msg["info"])
+        self.pids_seen.add(int(self.info["pid"]))
+
+    @property
+    def server_pid(self) -> int | None:
+        """The process that forks the candidates (pid 1 of the job's pid namespace, as the
+        machine sees it)."""
+        return int(self.info["pid"]) if self.proc is not None and self.info else None
 
     def close(self) -> None:
         proc, self.proc = self.proc, None
@@ -150,6 +189,7 @@ class SandboxWorker:
         self._kill(proc)
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+        inner = int(self.info.get("pid", 0)) if self.info else 0
         for pgid in (self.last_child, proc.pid):
             if pgid:
                 try:
@@ -160,6 +200,11 @@ class SandboxWorker:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        # the forking server (pid 1 of the namespace, a child of proc) goes with its group;
+        # wait until it is gone, so a caller that checks finds nothing left
+        deadline = time.monotonic() + 2.0
+        while inner and inner != proc.pid and _running(inner) and time.monotonic() < deadline:
+            time.sleep(0.005)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 try:
@@ -245,17 +290,25 @@ class Sandbox:
     sandbox's temporary directory.
     """
 
-    def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None):
+    def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
+                 unsafe: bool | None = None, namespaces: bool = True):
+        """``unsafe``: run untrusted code even where the machine gives less than the stated
+        minimum (`Protection.meets_minimum`); None reads ``SIMPATTERNS_UNSAFE_SANDBOX=1``
+        (what ``--unsafe-sandbox`` sets). ``namespaces=False`` does without them (tests)."""
         if not traces:
             raise ValueError("the sandbox needs at least one trace")
+        self.unsafe = unsafe_allowed() if unsafe is None else bool(unsafe)
         self.traces = list(traces)
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")
         self._traces_blob = pickle.dumps(self.traces, protocol=pickle.HIGHEST_PROTOCOL)
         self._deps: dict[str, list[EventList]] = {}
-        self._workers = [SandboxWorker(self.root, i) for i in range(max(1, workers))]
+        self._workers = [SandboxWorker(self.root, i, namespaces) for i in range(max(1, workers))]
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
+        # one result decoded at a time: JSON becomes ~14 times its size in Python objects, so
+        # the parent's memory grows by at most one decode, not one per worker (docs/sandbox.md)
+        self._decode_lock = threading.Lock()
         self._frames = [t.num_frames for t in self.traces]
         self._names = [set(t.names) for t in self.traces]
         # smoke traces first: the shortest ones (ties by index, so the order is stable)
@@ -264,6 +317,7 @@ class Sandbox:
             for w in self._workers:
                 self._boot(w)
                 self._free.put(w)
+                self._check_minimum(w)
         except BaseException:
             self.close()
             raise
@@ -274,13 +328,31 @@ class Sandbox:
 
     @property
     def server_pids(self) -> list[int]:
-        return [w.proc.pid for w in self._workers if w.proc is not None]
+        return [pid for w in self._workers if (pid := w.server_pid) is not None]
+
+    @property
+    def protection(self) -> Protection:
+        """What confines a candidate here (`simpatterns.sandbox.kernel`)."""
+        return Protection.from_json(self._workers[0].info.get("protection", {}))
+
+    @property
+    def candidate_uids(self) -> list[range]:
+        """The uids this sandbox's candidates run as (root: one range per server; else none)."""
+        return [range(*w.info["uids"]) for w in self._workers if w.info.get("uids")]
 
     @property
     def pids_seen(self) -> set[int]:
         """Every process the sandbox started (servers, candidate children, spares);
         after `close` none of them is alive."""
         return set().union(*(w.pids_seen for w in self._workers))
+
+    def _check_minimum(self, w: SandboxWorker) -> None:
+        prot = Protection.from_json(w.info.get("protection", {}))
+        if not prot.meets_minimum and not self.unsafe:
+            raise SandboxRefused(
+                f"this machine cannot confine untrusted code (missing: {', '.join(prot.missing())}"
+                f"{'; ' + prot.detail if prot.detail else ''}); see docs/sandbox.md, or pass --unsafe-sandbox "
+                f"to run it anyway")
 
     def _boot(self, w: SandboxWorker) -> None:
         if w.proc is None:
@@ -397,10 +469,12 @@ class Sandbox:
                 return SandboxResult(Reason(code, f"sandbox server restarted: {exc}"), pid=pid)
         finally:
             self._free.put(w)
-        return self._result(msg, decl, indices)
+        with self._decode_lock:
+            return self._result(msg, decl, indices, lim)
 
-    def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int]) -> SandboxResult:
-        common = {"wall_s": float(msg.get("wall_s", 0.0)), "pid": msg.get("pid"),
+    def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int],
+                lim: SandboxLimits) -> SandboxResult:
+        common = {"wall_s": float(msg.get("wall_s", 0.0)), "cpu_s": float(msg.get("cpu_s", 0.0)), "pid": msg.get("pid"), "uid": msg.get("uid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
             return SandboxResult(_reason(msg["reason"], msg.get("detail", "")), **common)
@@ -413,32 +487,46 @@ class Sandbox:
         if "reason" in result:
             return SandboxResult(_reason(str(result["reason"]), str(result.get("detail", ""))), **common)
         raw_times = result.get("times")
+        raw_steps = result.get("steps")
         events_json = msg.get("events_json", b"")
+        # Empty lists and objects are the JSON that grows most when parsed (3 bytes become 64):
+        # counted before parsing, so no result can cost the parent more than ~14 bytes per byte.
+        containers = events_json.count(b"[") + events_json.count(b"{")
+        most = max(1024, lim.max_result_bytes // CONTAINER_BYTES)
+        if containers > most:
+            return SandboxResult(Reason(R.INVALID_EVENTS, f"result has {containers} lists and objects, limit {most}"),
+                                 **common)
         try:
             raw_events = json.loads(events_json, parse_constant=_no_constants)
         except (ValueError, RecursionError) as exc:
             return SandboxResult(Reason(R.INVALID_EVENTS, f"events are not plain JSON ({exc})"), **common)
-        if not isinstance(raw_events, dict) or not isinstance(raw_times, dict):
+        if not isinstance(raw_events, dict) or not isinstance(raw_times, dict) or not isinstance(raw_steps, dict):
             return SandboxResult(Reason(R.INVALID_EVENTS, "result lacks events or times"), **common)
         param_set = frozenset(decl.params)
         body_set = frozenset(decl.body_params)
         events: list[EventList] = []
         times = np.zeros(len(indices))
+        steps = np.zeros(len(indices), dtype=np.int64)
         for k, i in enumerate(indices):
             key = str(i)
-            if key not in raw_events or key not in raw_times:
+            if key not in raw_events or key not in raw_times or key not in raw_steps:
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"no result for trace {i}"), **common)
-            t = raw_times[key]
+            t, n = raw_times[key], raw_steps[key]
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not (0 <= t < 1e6):
                 return SandboxResult(Reason(R.INVALID_EVENTS, f"bad time for trace {i}"), **common)
-            times[k] = float(t)
+            if isinstance(n, bool) or not isinstance(n, int) or not (0 <= n < 1 << 62):
+                return SandboxResult(Reason(R.INVALID_EVENTS, f"bad step count for trace {i}"), **common)
+            times[k], steps[k] = float(t), n
             checked = check_plain_events(raw_events[key], self._frames[i], param_set, self._names[i],
-                                         self.limits.max_events_per_trace, i, body_set, decl.interval)
+                                         lim.max_events_per_trace, i, body_set, decl.interval)
             if isinstance(checked, Reason):
                 return SandboxResult(checked, **common)
             events.append(checked)
         digest = hashlib.blake2b(events_json, digest_size=12).hexdigest()
-        return SandboxResult(None, events=events, times=times, events_hash=digest, **common)
+        total = times.sum()
+        share = times / total if total > 0 else np.full(len(times), 1.0 / max(1, len(times)))
+        return SandboxResult(None, events=events, times=share * common["cpu_s"], steps=steps, events_hash=digest,
+                             **common)
 
     def close(self) -> None:
         for w in self._workers:
@@ -450,6 +538,14 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _reason(code: str, detail: str) -> Reason:

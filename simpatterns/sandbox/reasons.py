@@ -47,13 +47,14 @@ DEGENERATE_CONSTANT = "degenerate_constant"  # the same frames on every trace
 DUPLICATE = "duplicate"
 STALE_ISLAND = "stale_island"  # its island was reset after the prompt was built
 LLM_ERROR = "llm_error"
+QUARANTINED = "quarantined"  # the sample could not be processed or logged; RUN_DIR/quarantine.jsonl says why
 
 ALL = (
     SYNTAX_ERROR, CONTRACT, WRONG_PATTERN, UNKNOWN_DEPENDENCY, FORBIDDEN_IMPORT, FORBIDDEN_NAME,
     FORBIDDEN_ATTRIBUTE, TOO_LONG, NO_FUNCTION, NOTHING_TO_MUTATE, TIMEOUT, CPU_LIMIT, MEMORY, OUTPUT_LIMIT, CRASHED,
     EXITED, EXCEPTION, RECURSION, BASE_EXCEPTION, SANDBOX_ERROR, INVALID_EVENTS, UNKNOWN_PARAMS,
     MISSING_PARAMS, UNKNOWN_OBJECT, TOO_MANY_EVENTS, OUTPUT_TOO_LARGE, DEGENERATE_NEVER,
-    DEGENERATE_ALWAYS, DEGENERATE_CONSTANT, DUPLICATE, STALE_ISLAND, LLM_ERROR,
+    DEGENERATE_ALWAYS, DEGENERATE_CONSTANT, DUPLICATE, STALE_ISLAND, LLM_ERROR, QUARANTINED,
 )
 
 # What the LLM should do about each code, for the feedback lines of later prompts.
@@ -89,6 +90,9 @@ ADVICE = {
 }
 
 
+MAX_DETAIL = 2000
+
+
 @dataclass(frozen=True)
 class Reason:
     """A rejection: ``code`` is one of the constants above, ``detail`` one short line."""
@@ -99,6 +103,16 @@ class Reason:
     def __post_init__(self) -> None:
         if self.code not in ALL:
             raise ValueError(f"unknown rejection code {self.code!r}")
+        # the detail may quote a candidate (an exception message, a value): keep it one
+        # encodable line of bounded size, whatever the candidate wrote (lone surrogates included)
+        detail = str(self.detail)
+        if len(detail) > MAX_DETAIL:
+            detail = detail[:MAX_DETAIL - 3] + "..."
+        try:
+            detail.encode("utf-8")
+        except UnicodeEncodeError:
+            detail = detail.encode("utf-8", "replace").decode("utf-8")
+        object.__setattr__(self, "detail", detail)
 
     def short(self, width: int = 160) -> str:
         text = f"{self.code}: {' '.join(self.detail.split())}" if self.detail else self.code

@@ -32,6 +32,7 @@ by the parent.
 
 from __future__ import annotations
 
+import ast
 import errno
 import gc
 import json
@@ -55,15 +56,22 @@ import numpy as np
 # files are not visible, so a lazy import would fail there.
 import numpy.fft  # noqa: F401
 import numpy.linalg  # noqa: F401
+import numpy.ma  # noqa: F401  (np.median, np.percentile, np.unique reach it)
 import numpy.polynomial  # noqa: F401
 import numpy.random  # noqa: F401
 import numpy.lib.stride_tricks  # noqa: F401
 
+for _lazy in ("numpy.exceptions", "numpy.dtypes", "numpy.strings"):  # numpy 2
+    try:
+        __import__(_lazy)
+    except ImportError:
+        pass
+
 from simpatterns.annotation import EventList
+from simpatterns.detectors.cost import COUNTER, StepCounter, instrument
+from simpatterns.sandbox import kernel
 from simpatterns.sandbox.events import check_events, encode_events
 
-NOBODY = 65534
-CLONE_NEWNET = 0x40000000
 HEADER = struct.Struct(">Q")
 TAG_SMOKE = b"S"  # the smoke traces are done (cascade stage 1 passed)
 TAG_EVENTS = b"E"  # canonical events JSON (sorted, sort_keys), trace index -> [[frame, params], ...]
@@ -127,19 +135,30 @@ class Spare:
     """A child forked and confined ahead of time, blocked reading its job: the
     fork and the confinement cost nothing on the candidate's critical path."""
 
-    pid: int
+    pid: int  # as this server sees it (its own pid namespace)
     job_w: int
     result_r: int
     out_fd: int
     key: tuple
     generation: int
+    uid: int | None
+    host_pid: int = 0  # as the machine sees it (read from the child on first use)
 
 
 class Server:
-    def __init__(self, proto_in: int, proto_out: int, root: str):
+    def __init__(self, proto_in: int, proto_out: int, root: str, slot: int = 0,
+                 mode: str = "none", namespaces: tuple[str, ...] = (), why: str = ""):
         self.proto_in = proto_in
         self.proto_out = proto_out
         self.root = root
+        self.slot = slot
+        self.mode = mode  # kernel.enter_namespaces: "root", "userns" or "none"
+        self.namespaces = tuple(namespaces)
+        self.why = why
+        self.serial = 0  # candidates forked so far: each gets its own uid (root)
+        self.seccomp, seccomp_why = kernel.make_filter()
+        if seccomp_why:
+            self.why = "; ".join(w for w in (self.why, seccomp_why) if w)
         # the one empty, read-only directory every child starts in (its root when chrooted)
         self.jail = tempfile.mkdtemp(prefix="jail-", dir=root)
         os.chmod(self.jail, 0o555)
@@ -148,31 +167,20 @@ class Server:
         self.deps: dict[str, list[EventList]] = {}
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
-        self.is_root = os.geteuid() == 0
-        self.netns = False
+        self.host_pid = kernel.host_pid()
 
-    def isolate_network(self) -> None:
-        """Move this server (and so every child) into an empty network namespace."""
-        if not self.is_root:
-            return
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            self.netns = libc.unshare(CLONE_NEWNET) == 0
-        except (OSError, AttributeError):
-            self.netns = False
-        finally:
-            # the candidate's restricted __import__ cannot reach it anyway; keep sys.modules small
-            for name in [m for m in sys.modules if m == "ctypes" or m.startswith("ctypes.")]:
-                sys.modules.pop(name, None)
+    def protection(self) -> kernel.Protection:
+        return kernel.Protection(self.mode, self.namespaces, chroot=self.mode in ("root", "userns"),
+                                 distinct_uids=self.mode == "root", seccomp=self.seccomp is not None,
+                                 detail=self.why)
 
     def info(self) -> dict[str, Any]:
+        uids = kernel.uid_range(self.host_pid)
         return {
-            "pid": os.getpid(),
-            "root_user": self.is_root,
-            "chroot_and_nobody": self.is_root,
-            "network_namespace": self.netns,
+            "pid": self.host_pid,
+            "root_user": os.geteuid() == 0 and self.mode != "userns",
+            "protection": self.protection().to_json(),
+            "uids": [uids.start, uids.stop] if self.mode == "root" else [],
             "python": sys.version.split()[0],
             "numpy": np.__version__,
         }
@@ -200,7 +208,10 @@ class Server:
                 elif op == "eval":
                     self.evaluate(msg)
                 elif op == "ping":
-                    send(self.proto_out, {"op": "pong", "spare": self.spare.pid if self.spare else None})
+                    spare = None
+                    if self.spare is not None:
+                        spare = self.spare.host_pid = _read_host_pid(self.spare)
+                    send(self.proto_out, {"op": "pong", "spare": spare})
                 elif op == "quit":
                     return
                 else:
@@ -217,18 +228,20 @@ class Server:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
         vm_kb = _vm_size_kb()
+        uid = kernel.candidate_uid(self.host_pid, self.serial) if self.mode == "root" else None
+        self.serial += 1
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         pid = os.fork()
         if pid == 0:  # ---- child: never returns
             try:
                 os.close(job_w)
                 os.close(result_r)
-                _child(req, self, out_fd, job_r, result_w, vm_kb)
+                _child(req, self, out_fd, job_r, result_w, vm_kb, uid)
             finally:
                 os._exit(SETUP_FAILED)
         os.close(job_r)
         os.close(result_w)
-        return Spare(pid, job_w, result_r, out_fd, tuple(req[k] for k in LIMIT_KEYS), self.generation)
+        return Spare(pid, job_w, result_r, out_fd, tuple(req[k] for k in LIMIT_KEYS), self.generation, uid)
 
     def _discard(self, spare: Spare) -> int:
         for fd in (spare.job_w, spare.result_r, spare.out_fd):
@@ -249,17 +262,23 @@ class Server:
             spare = None
         if spare is None:
             spare = self._fork_spare(req)
+        spare.host_pid = _read_host_pid(spare)
+        send(self.proto_out, {"op": "started", "pid": spare.host_pid})
+        clock = _cpu_clock(spare.pid)
         t_start = time.perf_counter()
-        send(self.proto_out, {"op": "started", "pid": spare.pid})
         try:
+            cpu_start = time.clock_gettime(clock)  # what its confinement cost, not counted
             job = pickle.dumps({k: req[k] for k in JOB_KEYS}, protocol=pickle.HIGHEST_PROTOCOL)
             write_all(spare.job_w, HEADER.pack(len(job)) + job)
             outcome = self._collect(spare.pid, spare.result_r, req, t_start)
+            # measured here, from outside: the candidate cannot change what this clock says
+            outcome["cpu_s"] = time.clock_gettime(clock) - cpu_start
         except (BrokenPipeError, OSError):  # died during its confinement: classify by status
             outcome = {}
         _kill_group(spare.pid)
         outcome["wall_s"] = time.perf_counter() - t_start
-        outcome["pid"] = spare.pid
+        outcome["pid"] = spare.host_pid
+        outcome["uid"] = spare.uid
         if "reason" in outcome or "result_json" in outcome:
             # answer first: reaping and forking the next spare overlap with the parent's scoring
             send(self.proto_out, {"op": "result", **outcome})
@@ -335,6 +354,24 @@ class Server:
                         "received": time.perf_counter(), "start": t_start}
 
 
+def _read_host_pid(spare: Spare) -> int:
+    """The child's first message: its pid as the machine sees it (4 bytes), written before
+    its confinement (the child of a pid namespace cannot know it afterwards)."""
+    if spare.host_pid:
+        return spare.host_pid
+    try:
+        ready, _, _ = select.select([spare.result_r], [], [], 5.0)
+        data = os.read(spare.result_r, 4) if ready else b""
+    except OSError:
+        data = b""
+    return struct.unpack(">I", data)[0] if len(data) == 4 else spare.pid
+
+
+def _cpu_clock(pid: int) -> int:
+    """The clock id of another process's CPU time (Linux: MAKE_PROCESS_CPUCLOCK(pid, SCHED))."""
+    return (~pid << 3) | 2
+
+
 def _vm_size_kb() -> int:
     try:
         with open("/proc/self/status") as fh:
@@ -385,10 +422,12 @@ def _status_reason(status: int, smoke_done: bool) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ child
-def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: int, vm_kb: int) -> None:
+def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: int, vm_kb: int,
+           uid: int | None) -> None:
     import resource
 
     os.setsid()
+    write_all(w, struct.pack(">I", kernel.host_pid()))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
@@ -400,15 +439,8 @@ def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: i
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
     os.environ.clear()
-    if server.is_root:
-        # Fail closed: as root RLIMIT_NPROC is not enforced and every file is readable.
-        os.chroot(server.jail)
-        os.chdir("/")
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-    else:
-        os.chdir(server.jail)
+    # Fail closed: any step that fails raises, and the child exits with SETUP_FAILED
+    kernel.confine(server.jail, server.mode, uid, server.seccomp)
     cpu = max(1, int(math.ceil(float(limits["cpu_s"]))))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if vm_kb:
@@ -421,6 +453,7 @@ def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: i
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.setrecursionlimit(int(limits.get("recursion_limit", 1000)))
     builtins_ns = _restricted_builtins()
+    kernel.seal(server.seccomp)
     try:
         job = recv(job_r)  # blocks until the server hands over a candidate
     except EOFError:
@@ -499,12 +532,18 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
     order = list(req["order"])
     n_smoke = int(req["n_smoke"])
     max_events = int(req["max_events_per_trace"])
+    cap = int(req["max_result_bytes"])
+    size = 2
     ns: dict[str, Any] = {"__builtins__": builtins_ns, "__name__": "candidate",
                           "np": np, "numpy": np, "math": math}
     encoded: dict[int, str] = {}
     times: dict[str, float] = {}
+    steps: dict[str, int] = {}
+    counter = StepCounter()  # the steps the time penalty reads (`simpatterns.detectors.cost`)
+    ns[COUNTER] = counter.tick
     try:
-        exec(compile(req["source"], "<candidate>", "exec"), ns)
+        exec(compile(instrument(ast.parse(req["source"], "<candidate>")), "<candidate>", "exec"), ns)
+        counter.take()  # module-level work is not a trace's
         detect = ns.get("detect")
         if not callable(detect):
             return {"reason": "contract", "detail": "detect is not callable"}, b""
@@ -517,17 +556,21 @@ def _run_candidate(req: dict[str, Any], server: Server, w: int, builtins_ns: dic
             t0 = time.perf_counter()
             raw = detect(trace, dep_events)
             times[str(idx)] = time.perf_counter() - t0
+            steps[str(idx)] = counter.take()
             checked = check_events(raw, pattern, trace.num_frames, param_set, server.name_sets[idx], max_events, idx,
                                    body_set, interval)
             if isinstance(checked, dict):
                 return checked, b""
             encoded[idx] = encode_events(checked)
+            size += len(encoded[idx]) + len(str(idx)) + 4
+            if size > cap:  # stop as soon as the result cannot be sent
+                return {"reason": "output_too_large", "detail": f"events of more than {cap} bytes"}, b""
             if k + 1 == n_smoke:
                 write_all(w, TAG_SMOKE)
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure is the result
         return _exc_reason(exc), b""
     body = ",".join(f'"{i}":{encoded[i]}' for i in sorted(encoded))
-    return {"times": times}, ("{" + body + "}").encode()
+    return {"times": times, "steps": steps}, ("{" + body + "}").encode()
 
 
 def main() -> None:
@@ -540,8 +583,11 @@ def main() -> None:
     root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="simpatterns-sandbox-")
     index = sys.argv[2] if len(sys.argv) > 2 else "0"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    server = Server(proto_in, proto_out, root)
-    server.isolate_network()
+    use_namespaces = (sys.argv[3] if len(sys.argv) > 3 else "namespaces") == "namespaces"
+    mode, namespaces, why = kernel.enter_namespaces(use_namespaces)
+    if namespaces:
+        kernel.become_init()  # from here on this process is pid 1 of the job's pid namespace
+    server = Server(proto_in, proto_out, root, int(index), mode, tuple(namespaces), why)
     try:
         server.serve()
     except Exception:  # noqa: BLE001 - report and die; the parent restarts us

@@ -21,7 +21,7 @@ import numpy as np
 
 from simpatterns.files import WriteError, atomic_write_lines
 from simpatterns.parallel import parallel_map
-from simpatterns.simulators.phyre import check_action, get_template, load_scene, simulate
+from simpatterns.simulators.phyre import Rollout, check_action, get_template, load_scene, simulate
 from simpatterns.simulators.phyre.variants import random_valid_action
 from simpatterns.trace import Trace, TraceFormatError
 
@@ -76,21 +76,34 @@ def plan_jobs(templates: Iterable[str], variants: int, actions: str, seed: int =
     return jobs
 
 
-def choose_action(job: RolloutJob) -> list[float] | None:
+def job_rollout(job: RolloutJob) -> Rollout | None:
+    """The rollout of ``job``, simulated once; None when no action of its kind is found.
+
+    A near-miss is a perturbed solution whose full run fails: the run that
+    decides the kind is the one saved (no early-stop shortcut decides it,
+    since a body creeping below the settle threshold can still reach the
+    goal)."""
     scene = load_scene(job.template, job.variant)
     rng = np.random.default_rng([job.seed, int(job.template), job.variant, job.k, hash_kind(job.kind)])
+
+    def run(action: Any) -> Rollout:
+        return simulate(scene, action, stride=job.stride, seed=job.seed)
+
     if job.kind == "solution":
-        return get_template(job.template).solution(job.variant)
+        return run(get_template(job.template).solution(job.variant))
     if job.kind == "random":
         try:
-            return random_valid_action(scene, lambda: rng.random(3)).tolist()
+            return run(random_valid_action(scene, lambda: rng.random(3)).tolist())
         except RuntimeError:  # no valid action in 1000 draws
             return None
     solution = np.asarray(get_template(job.template).solution(job.variant))
     for _ in range(NEAR_MISS_TRIES):
         a = np.clip(solution + rng.normal(0, NEAR_MISS_SIGMA, 3), 0, 1)
-        if check_action(scene, a) is None and not simulate(scene, a, stop_when_settled=True).success:
-            return a.tolist()
+        if check_action(scene, a) is not None:
+            continue
+        rollout = run(a.tolist())
+        if rollout.trace is not None and not rollout.trace.success:
+            return rollout
     return None
 
 
@@ -106,11 +119,10 @@ def run_job(job: RolloutJob, out_dir: str) -> dict[str, Any]:
             return _index_row(job, tr, resumed=True)
         except TraceFormatError:
             path.unlink()
-    action = choose_action(job)
-    if action is None:
+    rollout = job_rollout(job)
+    if rollout is None:
         return {"file": None, "template": job.template, "variant": job.variant, "kind": job.kind, "k": job.k,
                 "error": f"no {job.kind} action found"}
-    rollout = simulate(load_scene(job.template, job.variant), action, stride=job.stride, seed=job.seed)
     assert rollout.trace is not None, rollout.invalid_reason
     rollout.trace.meta["action_kind"] = job.kind
     rollout.trace.save(path)

@@ -64,6 +64,20 @@ def test_budget_summarises_the_most_frequent_pattern(drop_trace):
     assert len(tiny) <= 200 and tiny.startswith("Timeline")
 
 
+def test_summary_lists_tied_objects_by_name(drop_trace):
+    # the same counts in any order of events: the summary line may not depend on set or hash order
+    others = [n for n in drop_trace.names if n != "red ball"]
+    # the bodies first touch in reverse name order (first appearance must not decide a tie either)
+    events = [("touching", f + k, {"object_a": "red ball", "object_b": b})
+              for f in range(0, 580, 20) for k, b in enumerate(sorted(others, reverse=True))]
+    n = len(range(0, 580, 20))
+    ties = ", ".join(f"{b} x{n}" for b in sorted(others)[:5])
+    for order in (events, events[::-1]):
+        short = timeline_text(drop_trace, _annotation(order), budget_chars=300)
+        [summary] = [ln for ln in short.splitlines() if ln.startswith("- touching")]
+        assert summary.endswith(f"red ball x{n * len(others)}, {ties}" + (", +1 more" if len(others) > 5 else ""))
+
+
 def test_until_cuts_the_timeline(drop_trace):
     events = [("bounce", 60, {"object": "red ball"}), ("bounce", 240, {"object": "red ball"})]
     text = timeline_text(drop_trace, _annotation(events), until_s=2.0)

@@ -108,3 +108,23 @@ def test_eval_trace_files_with_the_builtin_library(app, tmp_path):
     assert "SUCCESS" in res.output
     res = runner.invoke(app, ["reward", "eval", str(GOALS / "bucket_first.rwd"), str(path), "--json"])
     assert json.loads(res.output.splitlines()[0])["success"] is False
+
+
+def test_eval_takes_a_folder_reports_a_bad_file_and_goes_on(tmp_path):
+    from simpatterns.cli import app
+    good = annotation([collide(30, "green ball", "blue ball")])
+    miss = annotation([collide(30, "green ball", "blue ball"), collide(50, "red ball", "green ball")])
+    folder = tmp_path / "anns"
+    good.save(folder / "a.annotation.jsonl")
+    miss.save(folder / "b.annotation.jsonl")
+    (folder / "c.annotation.jsonl").write_text("not json\n")
+    prog = str(GOALS / "a01_touch_at_end_red_never_green.rwd")
+    res = CliRunner().invoke(app, ["reward", "eval", prog, str(folder), "--library", "none"], terminal_width=200)
+    assert res.exit_code == 1
+    assert res.stderr.count("error:") == 1 and "c.annotation.jsonl:1" in res.stderr
+    assert "a.annotation.jsonl" in res.stdout and "b.annotation.jsonl" in res.stdout
+    assert "2 trace(s): 1 succeeded, mean score" in res.stdout and "1 could not be evaluated" in res.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = CliRunner().invoke(app, ["reward", "eval", prog, str(empty), "--library", "none"])
+    assert res.exit_code == 2 and "no traces" in res.stderr

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from simpatterns.cli import app
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.dsl import DSLErrors, RewardProgram, format_program, grammar_text, parse, reference_text
+from simpatterns.dsl import DSLErrors, RewardProgram, format_program, parse, reference_text
+from simpatterns.dsl.constrained import specialised_grammar
 from simpatterns.dsl.synthesize import (
     GoalExample,
     SynthesisConfig,
@@ -103,7 +104,9 @@ def test_cli_happy_path_saves_a_valid_program(serve, library, names, tmp_path):
         assert f'"{name}"' in user
     assert GOAL in user
     assert body["n"] == 2 and body["seed"] == 0
-    assert body["structured_outputs"] == {"grammar": grammar_text()}
+    # vLLM (a large model): the full prompt, and the grammar specialised to the library and the scene
+    assert body["structured_outputs"] == {"grammar": specialised_grammar(library, names)}
+    assert "full prompt" in res.output and "grammar-constrained: yes (specialised grammar)" in res.output
 
 
 def test_repair_path_quotes_the_exact_errors(serve, library, bodies, names):

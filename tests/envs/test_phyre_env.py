@@ -416,3 +416,41 @@ def test_object_features_match_the_trace():
     assert obs[row, col["role_goal_object"]] == 1
     with pytest.raises(ValueError, match="max_objects"):
         gym.make(PHYRE_ONE_BALL, scene=scene, obs_mode="objects", max_objects=3).reset(seed=0)
+
+
+def test_the_body_table_matches_the_shipped_scenes():
+    from simpatterns.envs.phyre_env import SHIPPED_MAX_BODIES, scene_bodies
+    from simpatterns.simulators.phyre import TEMPLATES, load_scene
+
+    assert SHIPPED_MAX_BODIES == {t: max(scene_bodies(load_scene(t, v)) for v in range(TEMPLATES[t].num_variants))
+                                  for t in TEMPLATES}
+
+
+def test_objects_observations_are_sized_for_the_task_set():
+    every = gym.make(PHYRE_ONE_BALL, obs_mode="objects")
+    assert every.observation_space.shape == (52, 19)  # template 00013 has 51 bodies besides walls
+    small = gym.make(PHYRE_ONE_BALL, template="00000", obs_mode="objects")
+    assert small.observation_space.shape == (3, 19)
+    # the fullest variants of the templates that overflowed a fixed size reset fine, in the space
+    for tid in ("00012", "00013", "00016"):
+        env = gym.make(PHYRE_ONE_BALL, template=tid, obs_mode="objects")
+        for variant in range(0, 100, 9):
+            obs, _ = env.reset(seed=variant)
+            assert env.observation_space.contains(obs)
+    for seed in range(200):  # random tasks over every template
+        obs, info = every.reset(seed=seed)
+        assert every.observation_space.contains(obs), (seed, info["template"])
+
+
+def test_the_readme_async_vector_env_snippet_runs():
+    import functools
+
+    venv = gym.vector.AsyncVectorEnv(
+        [functools.partial(gym.make, "simpatterns.envs:simpatterns/PhyreOneBall-v0", obs_mode="objects")] * 2)
+    try:
+        obs, _ = venv.reset(seed=0)
+        assert obs.shape == (2, 52, 19)
+        obs, reward, terminated, truncated, _ = venv.step(venv.action_space.sample())
+        assert obs.shape == (2, 52, 19) and terminated.all()
+    finally:
+        venv.close()

@@ -30,7 +30,7 @@ def alive(pids) -> list[int]:
             state = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("State:"))
         except (OSError, StopIteration):
             continue
-        if " Z " not in state + " ":
+        if state.split()[1:2] != ["Z"]:  # "State:\tZ (zombie)": a tab, not a space
             out.append(pid)
     return out
 

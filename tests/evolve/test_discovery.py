@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from evolve_fixtures import alive, processes_mentioning
-from evolve_hostile import CORPUS, program
+from evolve_hostile import CORPUS, KERNEL, NUMPY, RESULTS, program
 
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.sandbox import reasons as R
@@ -105,12 +105,12 @@ def scripted_answers(builtin) -> dict[str, list[tuple[str, set[str]]]]:
     return answers
 
 
-def scripted_server(builtin) -> ScriptedLLMServer:
+def scripted_server(builtin, delay_s: float = 0.0) -> ScriptedLLMServer:
     answers = scripted_answers(builtin)
     rules = []
     for label, items in answers.items():
         for j, (text, _) in enumerate(items):
-            rules.append(Rule(replies=[Reply(text)], match=(
+            rules.append(Rule(replies=[Reply(text, delay_s=delay_s)], match=(
                 lambda body, label=label, j=j, n=len(items):
                 f"Pattern to detect: {label!r}" in body["messages"][-1]["content"] and body["seed"] % n == j)))
     return ScriptedLLMServer(rules=rules)
@@ -130,7 +130,7 @@ def test_scripted_llm_job_accepts_the_good_detectors(traces, builtin, small_libr
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-candidates")
     answers = scripted_answers(builtin)
     specs, _ = load_labels(labels_file(tmp_path / "labels.toml"))
-    with scripted_server(builtin) as server:
+    with scripted_server(builtin, delay_s=0.2) as server:  # answers that take a while overlap, however loaded
         client = make_client("openai", base_url=server.base_url, concurrency=4)
         job = DiscoveryJob(traces, specs, small_library, tmp_path / "run", tmp_path / "lib",
                            LLMProposer(client), fast_config(samples_per_label=16, seed=4))
@@ -160,24 +160,36 @@ def test_scripted_llm_job_accepts_the_good_detectors(traces, builtin, small_libr
 
 
 # ------------------------------------------------------------ hostile jobs
+# What an "ok" from the sandbox alone becomes inside a job
+JOB_OK = {"registered", "duplicate", "degenerate_never", "degenerate_always", "degenerate_constant"}
+
+
 @pytest.mark.parametrize("gate", [True, False])
 def test_hostile_corpus_inside_a_job(traces, small_library, tmp_path, monkeypatch, gate):
     """Every hostile program comes from the (scripted) LLM into a running job: with the gate it is
-    mostly stopped statically; without it (root only) the sandbox alone contains it."""
+    mostly stopped statically; without it (root only) the sandbox alone contains it.
+
+    The wall clocks are generous and a 2 s CPU limit stops the loops, so a loaded machine (a
+    slow child) changes no outcome: each program must still end with its own reason."""
     if not gate and os.geteuid() != 0:
         pytest.skip("the gate-free boundary (chroot, nobody) needs root")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
     marker = tmp_path / "outside" / "marker"
     marker.parent.mkdir()
     label = "probe"
-    expected = {name: (ok_gate if gate else ok_bare) for name, _, ok_gate, ok_bare in CORPUS}
+    corpus = CORPUS + KERNEL + NUMPY + RESULTS
+    expected = {name: set(ok_gate if gate else ok_bare) for name, _, ok_gate, ok_bare in corpus}
+    for ok in expected.values():
+        if "ok" in ok:
+            ok |= JOB_OK
     expected["good"] = {"registered"}
     good = program(label, "    return [(int(np.argmax(trace.speed()[:, -1])), {'object': trace.names[-1]})]", "", "good")
-    sources = [good] + [program(label, body, str(marker), name) for name, body, _, _ in CORPUS]
+    sources = [good] + [program(label, body, str(marker), name) for name, body, _, _ in corpus]
     spec = LabelSpec(label, "hostile corpus", params=["object"])
+    limits = SandboxLimits(timeout_s=60.0, smoke_timeout_s=40.0, cpu_s=2.0, memory_mb=512)
     with ScriptedLLMServer(replies=[Reply("```python\n" + src + "```") for src in sources]) as server:
         client = make_client("openai", base_url=server.base_url, concurrency=8)
-        cfg = fast_config(samples_per_label=len(sources), batch_size=len(sources), gate=gate, seed=1)
+        cfg = fast_config(samples_per_label=len(sources), batch_size=len(sources), gate=gate, seed=1, sandbox=limits)
         job = DiscoveryJob(traces[:8], [spec], small_library, tmp_path / "run", tmp_path / "lib",
                            LLMProposer(client), cfg)
         job.run()

@@ -52,8 +52,7 @@ def test_penalty_shapes():
 
 def _context(traces, annotated, library_labels, cfg=None):
     events = {k: [[(e.frame, e.params) for e in a.by_pattern(k)] for a in annotated] for k in library_labels}
-    times = {k: float(np.mean([a.timings[k] for a in annotated])) for k in library_labels}
-    return FitnessContext(traces, events, times, cfg)
+    return FitnessContext(traces, events, None, cfg)  # the library's cost: the step floor
 
 
 BASE = ["collision start", "collision end", "task complete"]  # Algorithm 1 starts from raw events
@@ -90,9 +89,12 @@ def test_correct_detector_ranks_above_random_and_degenerate(many_traces, annotat
 def test_time_penalty_reaches_fitness(many_traces, annotated, builtin, kind):
     ctx = _context(many_traces, annotated, [k for k in builtin.order() if k != "bounce"], FitnessConfig(kind=kind))
     correct = [[(e.frame, e.params) for e in a.by_pattern("bounce")] for a in annotated]
-    fast = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 0.5), 30)
-    slow = ctx.score(correct, np.full(len(many_traces), ctx.library_mean_time_s * 3), 30)
-    assert fast.time_penalty == 0.0 and slow.time_penalty == 1.0
+    assert ctx.step_reference == FitnessConfig().step_floor  # builtin-style detectors: a few steps each
+    fast = ctx.score(correct, np.full(len(many_traces), ctx.step_reference * 0.5), 30)
+    mid = ctx.score(correct, np.full(len(many_traces), ctx.step_reference * 1.5), 30)
+    slow = ctx.score(correct, np.full(len(many_traces), ctx.step_reference * 3), 30)
+    assert (fast.time_penalty, mid.time_penalty, slow.time_penalty) == (0.0, pytest.approx(0.5), 1.0)
+    assert fast.mean_steps == ctx.step_reference * 0.5
     assert slow.fitness < fast.fitness
     assert fast.events_hash == slow.events_hash and fast.signature == slow.signature
 

@@ -44,7 +44,9 @@ def reference(trace, n_collisions):
 
 @pytest.fixture(scope="module")
 def sandbox(traces):
-    limits = SandboxLimits(timeout_s=4.0, smoke_timeout_s=1.5, memory_mb=512)
+    # wall clocks generous enough for a loaded machine (printing 100 MB takes seconds there); the
+    # CPU limit is what stops a loop, so no outcome depends on the load
+    limits = SandboxLimits(timeout_s=60.0, smoke_timeout_s=40.0, cpu_s=2.0, memory_mb=512)
     sb = Sandbox(traces[:6], workers=2, limits=limits)
     deps = {"collision start": [[(1, {"object_a": "a", "object_b": "b"})] * (i % 3) for i in range(6)]}
     sb.set_dependency_events(deps)
@@ -60,6 +62,10 @@ def test_good_candidate_matches_reference(sandbox, traces):
     assert res.times is not None and (res.times > 0).all()
     for i, evs in enumerate(res.events):
         assert evs == reference(traces[i], i % 3)
+    # the cost the fitness reads: Python steps (the call, one per body of the loop), the same every run
+    again = sandbox.evaluate(Candidate.parse(GOOD))
+    assert res.steps is not None and (res.steps == again.steps).all()
+    assert res.steps.tolist() == [1 + len(t.names) for t in traces[:6]]
 
 
 DECLARING = '''import numpy as np
@@ -121,9 +127,10 @@ def test_both_sides_of_the_boundary_check_the_declared_bodies():
 
 
 def test_isolation_facts(sandbox):
-    info = sandbox.info
+    prot = sandbox.protection
+    assert prot.meets_minimum and prot.chroot and prot.seccomp
     if os.geteuid() == 0:
-        assert info["chroot_and_nobody"]
+        assert prot.mode == "root" and prot.distinct_uids
     assert "OPENAI_API_KEY" not in scrubbed_env()
     assert set(scrubbed_env()) <= {"PATH", "LANG", "LC_ALL", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                    "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}
@@ -136,8 +143,9 @@ def test_unknown_dependency_refused(sandbox):
 
 def test_server_survives_a_killed_child_and_keeps_answering(sandbox):
     loop = program("fast", "    while True:\n        pass", "/nonexistent")
-    res = sandbox.evaluate(Candidate.parse(loop))
-    assert res.reason.code == R.TIMEOUT
+    res = sandbox.evaluate(Candidate.parse(loop), limits=SandboxLimits(timeout_s=1.0, smoke_timeout_s=1.0,
+                                                                       cpu_s=5.0, memory_mb=512))
+    assert res.reason.code == R.TIMEOUT  # the wall clock (1 s) comes before the CPU limit (5 s of CPU)
     sandbox.settle()
     with pytest.raises(ProcessLookupError):
         os.killpg(res.pid, 0)
@@ -208,3 +216,25 @@ def test_parent_kills_and_restarts_a_hung_server(traces):
     while alive(sb.pids_seen) and time.time() < deadline:
         time.sleep(0.05)
     assert alive(sb.pids_seen) == []
+
+
+def test_numpy_functions_that_import_lazily_run_in_the_sandbox(sandbox, traces):
+    """np.median, np.percentile and np.unique import numpy.ma on first use: the server
+    imports it before confining children (inside a chroot a lazy import finds no file)."""
+    source = '''import numpy as np
+PATTERN = "medians"
+DESCRIPTION = "median speed, its 90th percentile and the distinct colliding bodies, at frame 0"
+DEPENDS = []
+PARAMS = ["median", "p90", "bodies"]
+
+def detect(trace, events):
+    s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+    return [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                 "bodies": int(np.unique(trace.contact_a).size)})]
+'''
+    res = sandbox.evaluate(Candidate.parse(source))
+    assert res.ok, res.reason
+    for trace, events in zip(traces[:6], res.events):
+        s = np.sqrt((trace.velocity ** 2).sum(axis=-1))
+        assert events == [(0, {"median": float(np.median(s)), "p90": float(np.percentile(s, 90)),
+                               "bodies": int(np.unique(trace.contact_a).size)})]

@@ -18,7 +18,7 @@ def test_complete_models_and_transcript(serve, tmp_path):
     assert "first [bold]answer[/bold]" in res.output and "second" in res.output  # printed verbatim
     assert server.requests[0]["n"] == 2 and server.requests[0]["seed"] == 1
     res = runner.invoke(app, ["llm", "models", "--base-url", server.base_url])
-    assert "Qwen/Qwen3-VL-8B-Thinking" in res.output and "yes (vLLM)" in res.output
+    assert "Qwen/Qwen3-VL-8B-Thinking" in res.output and "server: vllm; grammar-constrained decoding: yes" in res.output
     res = runner.invoke(app, ["llm", "transcript", str(log)])
     assert res.exit_code == 0 and "1 attempts, 1 answered, 0 failed" in res.output
     res = runner.invoke(app, ["llm", "complete", "x", "--llm", f"replay:{tmp_path / 'missing.jsonl'}"])

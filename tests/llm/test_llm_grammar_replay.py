@@ -9,6 +9,7 @@ import pytest
 
 from simpatterns.llm import (
     ChatRequest,
+    LLMBackendError,
     LLMConfigError,
     LLMReplayMissing,
     LLMTranscriptError,
@@ -18,6 +19,7 @@ from simpatterns.llm import (
 from simpatterns.llm.testing import Reply
 
 GRAMMAR = 'start: "AND(" NAME ")"\nNAME: /[a-z]+/\n'
+GBNF = 'root ::= start-2\nstart-2 ::= "AND(" tok-name ")"\ntok-name ::= [a-z]+\n'
 
 
 def req(text: str = "goal", **kw) -> ChatRequest:
@@ -29,24 +31,66 @@ def test_grammar_is_sent_as_structured_outputs_to_vllm(serve, fast_retry):
     with make_client("openai", base_url=server.base_url, retry=fast_retry) as client:
         c = client.complete_one(req(grammar=GRAMMAR))
         plain = client.complete_one(req("no grammar"))
-    assert server.requests[0]["structured_outputs"] == {"grammar": GRAMMAR}
+    # GBNF, which xgrammar parses natively and llguidance converts; vLLM's own Lark path cannot
+    # take regex terminals or %ignore
+    assert server.requests[0]["structured_outputs"] == {"grammar": GBNF}
     assert "guided_grammar" not in server.requests[0]  # removed in vLLM 0.12
+    assert "grammar" not in server.requests[0]
     assert c.constrained is True
     assert "structured_outputs" not in server.requests[1] and plain.constrained is False
 
 
-def test_auto_mode_does_not_send_grammars_to_other_servers(serve, fast_retry):
-    server = serve("AND(x)", owned_by="llamacpp")
+@pytest.mark.parametrize("owned_by", ["me", "llamacpp"])  # python -m llama_cpp.server, llama-server
+def test_llama_cpp_servers_get_gbnf_in_their_grammar_field(serve, fast_retry, owned_by, tmp_path):
+    server = serve("AND(x)", "AND(y)", "AND(z)", owned_by=owned_by)
+    log = tmp_path / "t.jsonl"
+    with make_client("openai", base_url=server.base_url, retry=fast_retry, transcript=log) as client:
+        assert client.concurrency == 1 and client.timeout_s == 600.0  # one request at a time, slow answers
+        assert client.prefers_compact_prompts
+        c = client.complete_one(req(grammar=GRAMMAR, n=3, seed=5))
+    # the server ignores n: n requests with consecutive seeds, one answer each
+    assert [b["grammar"] for b in server.requests] == [GBNF] * 3
+    assert [(b["n"], b["seed"]) for b in server.requests] == [(1, 5), (1, 6), (1, 7)]
+    assert all("structured_outputs" not in b for b in server.requests)
+    assert c.texts == ["AND(x)", "AND(y)", "AND(z)"] and c.constrained is True
+    [rec] = read_transcript(log)
+    assert rec["server"] == "llama.cpp" and rec["constrained"] is True and rec["request"]["n"] == 3
+
+
+def test_hosted_apis_decode_unconstrained_and_say_so(serve, fast_retry):
+    server = serve("AND(x)", "AND(y)", owned_by="openai")
     with make_client("openai", base_url=server.base_url, retry=fast_retry) as client:
+        assert client.concurrency == 8 and client.timeout_s == 120.0
         c = client.complete_one(req(grammar=GRAMMAR))
-    assert "structured_outputs" not in server.requests[0] and c.constrained is False
+    assert "structured_outputs" not in server.requests[0] and "grammar" not in server.requests[0]
+    assert c.constrained is False
+    # "on" sends the vLLM field anyway; nothing confirms the server enforced it, so it is not "constrained"
+    with make_client("openai", base_url=server.base_url, retry=fast_retry, grammar="on") as client:
+        c = client.complete_one(req(grammar=GRAMMAR))
+    assert server.requests[1]["structured_outputs"] == {"grammar": GBNF} and c.constrained is False
+
+
+def test_an_invalid_grammar_is_never_sent(serve, fast_retry):
+    server = serve("AND(x)", owned_by="me")
+    with make_client("openai", base_url=server.base_url, retry=fast_retry) as client:
+        with pytest.raises(LLMBackendError, match="invalid grammar, not sent: .*undefined rule 'b'") as info:
+            client.complete_one(req(grammar="root ::= b\n"))
+    assert info.value.kind == "grammar_invalid" and server.requests == []
 
 
 def test_grammar_off_never_sends_it(serve, fast_retry):
-    server = serve("AND(x)")
+    server = serve("AND(x)", owned_by="vllm")
     with make_client("openai", base_url=server.base_url, grammar="off", retry=fast_retry) as client:
         assert client.complete_one(req(grammar=GRAMMAR)).constrained is False
     assert "structured_outputs" not in server.requests[0]
+
+
+def test_explicit_concurrency_and_timeout_win(serve):
+    server = serve("x", owned_by="me")
+    with make_client("openai", base_url=server.base_url, concurrency=3, timeout_s=7.5) as client:
+        assert client.concurrency == 3 and client.timeout_s == 7.5
+    with pytest.raises(ValueError, match="concurrency"):
+        make_client("openai", base_url=server.base_url, concurrency=0)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

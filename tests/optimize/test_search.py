@@ -187,3 +187,19 @@ def test_optimize_cli(tmp_path):
     wrong.write_text('NEARBY_AT("purple jar", x=1, y=1)')
     bad = runner.invoke(app, ["optimize", "--scene", "buckets", "--goal", str(wrong), "--budget", "3"])
     assert bad.exit_code == 1 and "purple jar" in bad.output
+
+
+def test_stop_on_goal_stops_at_the_first_sample_meeting_the_goal():
+    # a goal the dense reward does not define: the red ball starts in the right half
+    obj = Objective(empty_scene(), program=TARGET, max_steps=1, goal=_right_half)
+    full = anneal(obj, 30, seed=4, keep_trace=False, stop_on_success=False)
+    first = next(k for k, e in enumerate(full.evaluations, start=1) if e.goal_success)
+    stopped = anneal(obj, 30, seed=4, keep_trace=False, stop_on_success=False, stop_on_goal=True)
+    assert stopped.samples == first < 30
+    assert [e.action for e in stopped.evaluations] == [e.action for e in full.evaluations[:first]]
+    rs = random_search(obj, 30, seed=4, batch_size=1, keep_trace=False, stop_on_success=False, stop_on_goal=True)
+    assert rs.evaluations[-1].goal_success and not any(e.goal_success for e in rs.evaluations[:-1])
+
+
+def _right_half(trace) -> bool:
+    return bool(trace.position[0, trace.body_index("red ball"), 0] > 128)

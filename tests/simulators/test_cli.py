@@ -33,11 +33,12 @@ def test_simulate_writes_trace_and_gif(tmp_path):
 def test_simulate_invalid_action_says_why(tmp_path):
     out = run("simulate", "--template", "0", "--variant", "1", "--action", "0.5,1.5,0.3")
     assert out.returncode == 1
-    assert "outside [0, 1]" in out.stdout and "nothing simulated" in out.stdout
+    # user text in square brackets is printed as it is, on one line on stderr
+    assert "outside [0, 1]" in out.stderr and "nothing simulated" in out.stderr
     bad = run("simulate", "--template", "0", "--action", "0.5,0.3")
-    assert bad.returncode == 2 and "three numbers" in bad.stdout
+    assert bad.returncode == 2 and "three numbers" in bad.stderr and not bad.stdout
     unknown = run("simulate", "--template", "99")
-    assert unknown.returncode == 2 and "unknown template" in unknown.stdout
+    assert unknown.returncode == 2 and "unknown template" in unknown.stderr
 
 
 def test_dataset_writes_index_and_resumes(tmp_path):
@@ -59,7 +60,7 @@ def test_dataset_writes_index_and_resumes(tmp_path):
     assert again.returncode == 0
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.npz")} == before  # resumed, not rewritten
     bad = run("dataset", "--templates", "0", "--actions", "sideways:3", "--out", str(tmp_path / "x"))
-    assert bad.returncode == 2 and "unknown kind" in bad.stdout
+    assert bad.returncode == 2 and "unknown kind" in bad.stderr
 
 
 def test_simulate_creates_output_folders_and_names_a_bad_path(tmp_path):
@@ -71,5 +72,6 @@ def test_simulate_creates_output_folders_and_names_a_bad_path(tmp_path):
     (tmp_path / "file").write_text("")
     bad = run("simulate", "--template", "0", "--variant", "1", "--out", str(tmp_path / "file" / "t.npz"))
     assert bad.returncode == 2
-    assert "error:" in bad.stdout and "file" in bad.stdout and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("error: ") and str(tmp_path / "file") in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "new", "pics"]  # no temporary left behind

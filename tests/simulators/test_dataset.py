@@ -59,3 +59,37 @@ def test_a_file_in_the_way_is_named(tmp_path):
     (tmp_path / "taken").write_text("")
     with pytest.raises(WriteError, match="taken"):
         build_dataset(plan_jobs(["0"], 1, "solution"), tmp_path / "taken" / "data")
+
+
+def test_a_settled_looking_run_can_still_succeed():
+    """Why a near-miss is decided by the full run: this action's bodies 'settle' at
+    frame 150 (the green ball creeps at < 0.5 px/s) and the full run succeeds."""
+    from simpatterns.simulators.phyre import load_scene, simulate
+
+    scene, action = load_scene("00017", 1), [0.8997, 0.2029, 0.2286]
+    assert not simulate(scene, action, stop_when_settled=True).trace.success
+    assert simulate(scene, action).trace.success
+
+
+def test_near_misses_fail_in_the_saved_run_which_is_simulated_once(tmp_path, monkeypatch):
+    import simpatterns.simulators.dataset as dataset
+
+    calls: list[tuple[list[float], bool, dict]] = []
+    real = dataset.simulate
+
+    def counting(scene, action, **kw):
+        rollout = real(scene, action, **kw)
+        calls.append(([float(v) for v in action], bool(rollout.trace.success), kw))
+        return rollout
+
+    monkeypatch.setattr(dataset, "simulate", counting)
+    jobs = plan_jobs(["17"], 2, "near-miss:2", seed=0)
+    rows = build_dataset(jobs, tmp_path, workers=1)
+    assert len(rows) == 4 and all(r["file"] for r in rows)
+    for row in rows:
+        trace = Trace.load(tmp_path / row["file"])
+        assert row["success"] is False and trace.success is False and trace.meta["action_kind"] == "near-miss"
+        # the saved run is the only failed simulation of that action, and it ran to the end
+        failed = [c for c in calls if c[0] == trace.meta["action"] and not c[1]]
+        assert len(failed) == 1 and "stop_when_settled" not in failed[0][2]
+    assert sum(not ok for _, ok, _ in calls) == len(rows)  # every failure was kept: none simulated twice

@@ -427,7 +427,7 @@ def _run(
 
     T = steps + 1
     order = _space_body_order(world)
-    all_state = body_buf.floats().reshape(T, len(order), 6)
+    all_state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, len(order), 6)  # copied below
     # pymunk reports every body in the space; keep dynamic ones in our index order
     dyn_state = all_state[:, [order[id(b)] for b in dyn]]
     rows = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
@@ -509,25 +509,28 @@ def _space_body_order(world: _World) -> dict[int, int]:
 
 def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarray:
     """Batched arbiter data -> (frame, a, b, px, py, nx, ny, impulse) rows, a < b."""
-    ints = buf.ints().reshape(-1, 3)
-    floats = buf.floats().reshape(-1, 6)
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).reshape(-1, 3)  # views: only kept rows are copied
+    floats = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 6)
     if ints.shape[0] == 0:
         return np.zeros((0, 8))
     per_step = np.diff(counts) // 3
-    frame = np.repeat(np.arange(1, counts.size), per_step)
+    keep = np.flatnonzero(ints[:, 2] > 0)  # cached arbiters of shapes whose boxes overlap but do not touch
+    frame = np.repeat(np.arange(1, counts.size), per_step)[keep]
+    ints, floats = ints[keep], floats[keep]
     ids = np.array([b.id for b in world.bodies], dtype=np.uintp)
     order = np.argsort(ids)
     a = order[np.searchsorted(ids[order], ints[:, 0])]
     b = order[np.searchsorted(ids[order], ints[:, 1])]
-    keep = ints[:, 2] > 0
-    impulse = np.hypot(floats[:, 0], floats[:, 1])
-    normal = floats[:, 2:4].copy()
-    point = floats[:, 4:6]
     swap = a > b
-    a, b = np.where(swap, b, a), np.where(swap, a, b)
-    normal[swap] *= -1
-    rows = np.column_stack([frame, a, b, point, normal, impulse])
-    return rows[keep]
+    rows = np.empty((keep.size, 8))
+    rows[:, 0] = frame
+    rows[:, 1] = np.where(swap, b, a)
+    rows[:, 2] = np.where(swap, a, b)
+    rows[:, 3:5] = floats[:, 4:6]
+    rows[:, 5:7] = floats[:, 2:4]
+    rows[swap, 5:7] *= -1
+    rows[:, 7] = np.hypot(floats[:, 0], floats[:, 1])
+    return rows
 
 
 def agent_body(spec: BodySpec) -> Body:
@@ -555,6 +558,12 @@ def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
     key, rows = key[order], rows[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
+    if not first.all():
+        # rows of one key are summed in an order fixed by their values: chipmunk's arbiter
+        # order follows memory addresses, so it differs between processes, and so would
+        # the last bits of the sums
+        order = np.lexsort((rows[:, 7], rows[:, 6], rows[:, 5], rows[:, 4], rows[:, 3], key))
+        key, rows = key[order], rows[order]
     if first.all():
         point, normal, impulse = rows[:, 3:5], rows[:, 5:7], rows[:, 7]
     else:

@@ -28,6 +28,8 @@ PALETTE: dict[str, tuple[int, int, int]] = {
     "black": (0, 0, 0),
 }
 SPOKE = (255, 255, 255)
+# PHYRE's colour codes, in its observation rasters
+COLOR_CODES: dict[str, int] = {name: k for k, name in enumerate(PALETTE)}
 
 
 def _world_size(trace: Trace) -> tuple[float, float]:
@@ -37,12 +39,27 @@ def _world_size(trace: Trace) -> tuple[float, float]:
 
 def render_frame(trace: Trace, frame: int, size: int = 256) -> Image.Image:
     """One frame as an RGB image of ``size`` x ``size`` pixels."""
+    img = Image.new("RGB", (size, size), PALETTE["white"])
+    _draw_bodies(ImageDraw.Draw(img), trace, frame, size, lambda body: PALETTE.get(body.color, PALETTE["black"]),
+                 spokes=True)
+    return img
+
+
+def render_color_codes(trace: Trace, frame: int, size: int = 256) -> np.ndarray:
+    """One frame as a ``[size, size]`` uint8 array of colour codes (`COLOR_CODES`: 0 white,
+    1 red, 2 green, 3 blue, 4 purple, 5 gray, 6 black), row 0 at the *bottom* of the
+    scene, as PHYRE's observations are; no spokes."""
+    img = Image.new("L", (size, size), 0)
+    _draw_bodies(ImageDraw.Draw(img), trace, frame, size,
+                 lambda body: COLOR_CODES.get(body.color, COLOR_CODES["black"]), spokes=False)
+    return np.asarray(img, dtype=np.uint8)[::-1].copy()
+
+
+def _draw_bodies(draw: ImageDraw.ImageDraw, trace: Trace, frame: int, size: int, fill, spokes: bool) -> None:
     if not 0 <= frame < trace.num_frames:
         raise IndexError(f"frame {frame} outside [0, {trace.num_frames})")
     w, h = _world_size(trace)
     sx, sy = size / w, size / h
-    img = Image.new("RGB", (size, size), PALETTE["white"])
-    draw = ImageDraw.Draw(img)
 
     def to_px(x: float, y: float) -> tuple[float, float]:
         return x * sx, (h - y) * sy
@@ -53,7 +70,7 @@ def render_frame(trace: Trace, frame: int, size: int = 256) -> Image.Image:
         body = trace.bodies[i]
         if body.role == "wall":  # PHYRE's walls sit just outside the scene
             continue
-        colour = PALETTE.get(body.color, PALETTE["black"])
+        colour = fill(body)
         x, y = trace.position[frame, i]
         a = float(trace.angle[frame, i])
         c, s = math.cos(a), math.sin(a)
@@ -65,13 +82,12 @@ def render_frame(trace: Trace, frame: int, size: int = 256) -> Image.Image:
                 x0, y0 = to_px(cx - r, cy + r)
                 x1, y1 = to_px(cx + r, cy - r)
                 draw.ellipse([x0, y0, x1, y1], fill=colour)
-                if body.dynamic and r * sx >= 3:
+                if spokes and body.dynamic and r * sx >= 3:
                     ex, ey = to_px(cx + 0.8 * r * c, cy + 0.8 * r * s)
                     draw.line([to_px(cx, cy), (ex, ey)], fill=SPOKE, width=max(1, int(r * sx / 6)))
             else:
                 pts = [to_px(x + c * vx - s * vy, y + s * vx + c * vy) for vx, vy in part["vertices"]]
                 draw.polygon(pts, fill=colour)
-    return img
 
 
 def render_frames(trace: Trace, frames: Sequence[int] | None = None, size: int = 256) -> list[Image.Image]:

@@ -1,0 +1,317 @@
+"""The command line's conventions, in one place.
+
+Every ``simpatterns`` command (each package's ``commands.py``) prints and
+fails through this module, so all of them behave alike:
+
+- **Two consoles.** `out` (stdout: results, tables) and `err` (stderr:
+  errors, warnings, progress, what was written). Both have markup off: user
+  text (file names, labels, goals) is printed as it is, never read as Rich
+  markup, so ``[x]`` in a name stays ``[x]``. Style goes through ``style=``.
+- **One error path.** `fail(message)` raises `CommandError`; the command
+  group prints it as one line, ``error: MESSAGE``, on stderr, and exits with
+  `EXIT_USAGE` (2, bad input: nothing was done) or the code given
+  (`EXIT_PARTIAL`, 1: the command ran but some items failed). Usage errors
+  (a bad option value, an unknown option, ``--full true``) and unexpected
+  exceptions are printed the same way; a traceback only with ``--debug`` (or
+  ``SIMPATTERNS_DEBUG=1``).
+- **Interrupts.** Ctrl-C (and SIGTERM) stops a command; commands that keep
+  finished work say what was done and the command that resumes
+  (`interrupted`), and exit with `EXIT_INTERRUPTED` (130).
+- **Tables keep their columns whole.** `new_table` makes every column
+  no-wrap except the free-text ones named in ``wrap``; `print_table` widens
+  the output to the table's minimum width instead of cutting a name with "…".
+- **Option names.** The same thing has the same name everywhere:
+  ``-o/--out`` (where results go), ``-j/--workers``, ``-q/--quiet`` (no
+  progress bar), ``--json`` (print JSON on stdout instead of a table),
+  ``--force`` (redo what is up to date); boolean options come in pairs
+  (``--full/--no-full``); defaults are shown in ``--help``.
+  ``tests/core/test_cli_conventions.py`` checks these over every command.
+
+This module sits at the bottom of the layers (it imports only ``files`` and
+``parallel`` of ours), so every package's commands may use it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, NoReturn, Sequence
+
+import typer
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from typer.core import TyperGroup
+
+from simpatterns.parallel import ProgressBar
+
+try:  # typer >= 0.22 vendors its own copy of click
+    from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
+
+_EXITS = tuple({typer.Exit, getattr(click_exceptions, "Exit", typer.Exit)})
+_ABORTS = tuple({KeyboardInterrupt, typer.Abort, getattr(click_exceptions, "Abort", typer.Abort)})
+
+EXIT_OK = 0
+EXIT_PARTIAL = 1  # the command ran; some items failed (each was reported)
+EXIT_USAGE = 2  # bad input or an unusable environment: nothing (more) was done
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention)
+
+# soft_wrap: messages are never hard-wrapped at the terminal's width (a long path stays on
+# its line); markup off: user text is printed as it is.
+out = Console(soft_wrap=True, markup=False, highlight=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+
+class CommandError(click_exceptions.ClickException):
+    """A user-facing failure: printed as one ``error:`` line on stderr, exit `code`
+    (a click exception, so any Typer app, not only ours, prints it that way)."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(one_line(message))
+        self.message = one_line(message)
+        self.exit_code = code
+
+    def show(self, file: Any = None) -> None:
+        err.print(f"error: {self.message}", style="red")
+
+
+PROG = "simpatterns"
+_state: dict[str, Any] = {"debug": bool(os.environ.get("SIMPATTERNS_DEBUG")), "args": None}
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: line breaks become "; " (so an error is one line)."""
+    parts = [p.strip() for p in str(message).splitlines() if p.strip()]
+    return "; ".join(parts)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Stop the command: ``error: MESSAGE`` on stderr, exit ``code`` (2: bad input)."""
+    raise CommandError(message, code)
+
+
+def warn(message: str) -> None:
+    """``warning: MESSAGE`` on stderr (the command goes on)."""
+    err.print(f"warning: {one_line(message)}", style="yellow")
+
+
+def note(message: str) -> None:
+    """A status line on stderr (what was written, what happens next)."""
+    err.print(message)
+
+
+def is_debug() -> bool:
+    return bool(_state["debug"])
+
+
+def set_debug(on: bool) -> None:
+    _state["debug"] = bool(on)
+
+
+# --------------------------------------------------------------- tables
+def new_table(title: str | None, columns: Sequence[str], *, wrap: Sequence[str] = (),
+              right: Sequence[str] = ()) -> Table:
+    """A table whose columns are never folded or cut ("…"), except the free-text
+    columns named in ``wrap``, which wrap; ``right`` columns are right-aligned."""
+    table = Table(title=title)
+    for name in columns:
+        table.add_column(name, no_wrap=name not in wrap, justify="right" if name in right else "left")
+    return table
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """Print ``table`` at least as wide as its no-wrap columns need: wider than the
+    terminal if it must (a terminal folds the long lines; a pipe keeps them whole)."""
+    c = console or out
+    if table.columns:
+        table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
+    measure = Measurement.get(c, c.options.update(width=1 << 16, max_width=1 << 16), table)
+    width = min(measure.maximum, max(c.width, measure.minimum))
+    if width <= c.width:
+        c.print(table)
+        return
+    old = c.width
+    c.width = width
+    try:
+        c.print(table)
+    finally:
+        c.width = old
+
+
+# --------------------------------------------------------------- progress and interrupts
+def progress(description: str, total: int | None, *, quiet: bool = False) -> ProgressBar:
+    """A progress bar on stderr (done/total, elapsed, time left); none with ``quiet``."""
+    return ProgressBar(description, total, enabled=not quiet, console=err)
+
+
+def command_line(drop: Sequence[str] = ()) -> str:
+    """The command being run, as a shell line (to repeat it: resume); ``drop`` removes
+    these flags (e.g. ``--force``)."""
+    args = _state["args"]
+    if args is None:
+        args = sys.argv[1:]
+    return shlex.join([PROG, *[a for a in args if a not in drop]])
+
+
+def interrupted(done: str, *, resume: bool = True) -> NoReturn:
+    """After Ctrl-C: say what was done (kept) and how to resume (the same command,
+    without ``--force``: what is done is not redone); exit 130."""
+    line = f"interrupted: {one_line(done)}"
+    if resume:
+        line += f"; run the same command to resume: {command_line(drop=('--force',))}"
+    err.print(line, style="yellow")
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves as Ctrl-C while the block runs (finished work is kept, temporary
+    files are removed); in the main thread only."""
+    if sys.platform == "win32" or not _is_main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("terminated")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+# --------------------------------------------------------------- the command group
+_HINT_VALUES = {"true", "false", "yes", "no", "on", "off", "1", "0"}
+
+
+def _usage_message(exc: click_exceptions.UsageError) -> str:
+    ctx = exc.ctx
+    where = ctx.command_path if ctx is not None else PROG
+    msg = one_line(exc.format_message())
+    if "unexpected extra argument" in msg and ctx is not None:
+        # `--full true`: boolean options take no value
+        extra = [a for a in (ctx.args or []) + list(getattr(ctx, "protected_args", []) or [])]
+        extra = extra or msg.rsplit("(", 1)[-1].rstrip(")").split()
+        if any(a.lower() in _HINT_VALUES for a in extra):
+            msg += " (boolean options take no value: write --full or --no-full, not --full true)"
+    return f"{where}: {msg}"
+
+
+def _report(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr and return the exit code."""
+    if isinstance(exc, CommandError):
+        err.print(f"error: {exc.message}", style="red")
+        return exc.exit_code
+    no_args = getattr(click_exceptions, "NoArgsIsHelpError", None)
+    if no_args is not None and isinstance(exc, no_args):
+        return EXIT_USAGE  # the help is already printed
+    if isinstance(exc, click_exceptions.UsageError):
+        err.print(f"error: {_usage_message(exc)}", style="red")
+        return EXIT_USAGE
+    if isinstance(exc, click_exceptions.ClickException):
+        err.print(f"error: {one_line(exc.format_message())}", style="red")
+        return exc.exit_code
+    if isinstance(exc, _ABORTS):
+        err.print("interrupted", style="yellow")
+        return EXIT_INTERRUPTED
+    if is_debug():
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    hint = "" if is_debug() else " (run with --debug for the traceback)"
+    if isinstance(exc, (OSError, ValueError, LookupError)):
+        # what our code raises for bad input names the file or value
+        err.print(f"error: {one_line(str(exc)) or type(exc).__name__}{hint}", style="red")
+        return EXIT_USAGE
+    err.print(f"error: internal error, please report it: {type(exc).__name__}: {one_line(str(exc))}{hint}",
+              style="red")
+    return EXIT_PARTIAL
+
+
+class ConventionGroup(TyperGroup):
+    """The top-level group: runs a command and turns every failure into one line."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        _state["args"] = args
+        _tidy_flags(self)
+        try:
+            with sigterm_as_interrupt():
+                rv = super().main(args=args, prog_name=prog_name or PROG, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) else EXIT_OK
+        except _EXITS as exc:
+            code = exc.exit_code
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_PARTIAL)
+        except BaseException as exc:  # noqa: BLE001 - every failure ends as one line
+            code = _report(exc)
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # typer would turn it into a silent exit 130
+            err.print("interrupted", style="yellow")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _tidy_flags(command: Any) -> None:
+    """Flags take no value, so help shows none (typer would show ``<bool>``)."""
+    if getattr(command, "_flags_tidy", False):
+        return
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    help_option = getattr(command, "get_help_option", None)
+    if help_option is not None:
+        def get_help_option(ctx: Any, _original: Any = help_option) -> Any:
+            option = _original(ctx)
+            if option is not None and option.metavar is None:
+                option.metavar = ""
+            return option
+
+        command.get_help_option = get_help_option
+    command._flags_tidy = True
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_flags(sub)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        out.print(f"{PROG} {package_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version(PROG)
+    except PackageNotFoundError:  # running from a source tree
+        import simpatterns
+
+        return simpatterns.__version__
+
+
+def existing_file(path: Path, what: str = "file") -> Path:
+    """``path`` if it is a readable file; else `fail` naming it."""
+    if not path.exists():
+        fail(f"{path}: no such {what}")
+    if path.is_dir():
+        fail(f"{path}: is a folder; give a {what}")
+    return path

@@ -1,0 +1,494 @@
+"""Record any MuJoCo model as a 3D `Trace`.
+
+`TraceRecorder` watches an ``MjData`` while something else steps it: call
+``recorder.step(data)`` after every ``mj_step``. MuJoCo computes positions,
+velocities, contacts and constraint forces at the start of a step, then
+integrates; after ``mj_step`` the data therefore still describes the state
+the step started from, together with the contact forces that acted during
+the step. The recorder keeps that snapshot on every ``stride``-th step, so
+stored frame ``f`` is the state at physics step ``f * stride`` (frame 0 the
+initial state) and no extra ``mj_forward`` is ever needed.
+
+Per stored frame it copies a few arrays (centres of mass, orientations,
+``cvel``, subtree centres, the active contacts); velocities, contact rows and
+collision events are assembled once, vectorised, when `TraceRecorder.trace`
+is called. World-frame velocities: ``cvel`` is a spatial velocity about each
+body's subtree centre of mass, so the velocity of the body's own centre of
+mass is ``v + w x (xipos - subtree_com[root])`` (what ``mj_objectVelocity``
+returns, for every body at once).
+
+Contacts: one row per touching body pair per frame (the contract), with the
+mean contact point, the unit sum of the normals (from the lower to the higher
+body index) and the summed normal impulse (normal force times timestep).
+Contacts MuJoCo excludes (gap, fused bodies) are not touching. A contact of
+a 1D flex element (a rope) counts for the element's vertex body nearest the
+contact point.
+
+`simulate` steps a model with optional per-step controls and applied forces;
+`rollout_traces` runs many open-loop rollouts in C with ``mujoco.rollout``
+(threads, the GIL released) and then records each stored frame from the
+returned states.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import mujoco
+import numpy as np
+
+from simpatterns.simulators.mujoco.model import BodyMap, describe_bodies, load_model
+from simpatterns.trace import Trace, collision_events, empty_contacts
+
+SIMULATOR_NAME = "mujoco"
+
+
+class _Buffers:
+    """Per-frame arrays in fixed-size blocks: recording never copies what it already holds
+    (a doubling buffer's copies and fresh pages cost more than the recording itself)."""
+
+    BLOCK = 256
+
+    def __init__(self, shapes: dict[str, tuple[int, ...]]):
+        self.shapes = shapes
+        self.blocks: list[dict[str, np.ndarray]] = []
+        self.size = 0
+
+    def row(self) -> tuple[dict[str, np.ndarray], int]:
+        """The block and index where frame ``size`` goes (a new block when the last is full)."""
+        k, i = divmod(self.size, self.BLOCK)
+        if k == len(self.blocks):
+            self.blocks.append({n: np.empty((self.BLOCK,) + shape) for n, shape in self.shapes.items()})
+        return self.blocks[k], i
+
+    def column(self, name: str) -> np.ndarray:
+        """``[size, ...]``: one array over every recorded frame."""
+        full, rest = divmod(self.size, self.BLOCK)
+        parts = [b[name] for b in self.blocks[:full]] + ([self.blocks[full][name][:rest]] if rest else [])
+        if not parts:
+            return np.empty((0,) + self.shapes[name])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+_CONTACT_FIELDS = ("pos", "frame", "geom", "flex", "elem", "vert", "efc_address", "exclude")
+
+
+@dataclass
+class _ContactRows:
+    """Raw contacts of the recorded frames, mapped to trace bodies once, at assembly.
+
+    Recording copies the bytes of the ``mjContact`` structs in one call (``raw``; the
+    field offsets are read once from ``d.contact``'s numpy views): a dozen numpy calls per
+    step on tiny arrays would cost more than the recording of everything else."""
+
+    frame: list[int] = field(default_factory=list)
+    raw: list[np.ndarray] = field(default_factory=list)
+    force: list[np.ndarray] = field(default_factory=list)
+    stride: int = 0
+    offsets: dict[str, int] = field(default_factory=dict)
+
+    def layout(self, con: Any) -> None:
+        """Field offsets inside one ``mjContact`` (from the addresses of ``d.contact``'s views)."""
+        views = {n: getattr(con, n) for n in _CONTACT_FIELDS}
+        address = {n: v.__array_interface__["data"][0] for n, v in views.items()}
+        self.stride = int(views["pos"].strides[0])
+        if any(v.strides[0] != self.stride for v in views.values()):
+            raise RuntimeError("unexpected mjContact layout: fields with different strides")
+        base = min(address.values())
+        self.offsets = {n: a - base for n, a in address.items()}
+
+    def copy(self, con: Any, n: int) -> np.ndarray:
+        """The ``n`` contacts' structs as bytes ``[n, stride]``."""
+        start = con.pos.__array_interface__["data"][0] - self.offsets["pos"]
+        return np.frombuffer((ctypes.c_uint8 * (n * self.stride)).from_address(start), np.uint8).reshape(n, -1).copy()
+
+    def column(self, raw: np.ndarray, name: str, dtype: Any, width: int) -> np.ndarray:
+        """Field ``name`` of every row of ``raw`` as ``[K, width]``."""
+        off = self.offsets[name]
+        size = np.dtype(dtype).itemsize * width
+        return np.ascontiguousarray(raw[:, off:off + size]).view(dtype).reshape(-1, width)
+
+
+class TraceRecorder:
+    """Builds a `Trace` from an ``MjData`` stepped by someone else (see the module docstring).
+
+    ``names`` renames MuJoCo bodies by id; ``meta`` is merged into the trace's meta.
+    """
+
+    def __init__(self, model: Any, *, stride: int = 1, names: dict[int, str] | None = None,
+                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None):
+        if stride < 1:
+            raise ValueError(f"stride must be >= 1, got {stride}")
+        self.model = load_model(model)
+        self.stride = int(stride)
+        self.map = body_map or describe_bodies(self.model, names)
+        self.meta = dict(meta or {})
+        m = self.model
+        root = m.body_rootid[1:]
+        parents = set(m.body_parentid[1:].tolist())
+        # a body that is its own root and has no children is its subtree: its centre is xipos and
+        # its cvel is already about it; only the other bodies need their root's subtree centre
+        self._needs_root = np.flatnonzero((root != np.arange(1, m.nbody)) | np.isin(np.arange(1, m.nbody),
+                                                                                     list(parents)))
+        self._roots = np.unique(root[self._needs_root])  # MuJoCo body ids whose subtree_com is recorded
+        self._root_slot = np.searchsorted(self._roots, root[self._needs_root])
+        self._timestep = float(m.opt.timestep)
+        self._flex_elem_verts = self._flex_elements(m)
+        self._pyramidal = m.opt.cone == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+        self.reset()
+
+    @staticmethod
+    def _flex_elements(m: mujoco.MjModel) -> list[np.ndarray]:
+        """Per flex: ``[nelem, dim + 1]`` global vertex ids of each element."""
+        out = []
+        for f in range(m.nflex):
+            dim, n = int(m.flex_dim[f]), int(m.flex_elemnum[f])
+            adr = int(m.flex_elemdataadr[f])
+            local = m.flex_elem[adr: adr + n * (dim + 1)].reshape(n, dim + 1)
+            out.append(local + int(m.flex_vertadr[f]))
+        return out
+
+    def reset(self) -> None:
+        """Forget everything recorded (the next `step` is physics step 0)."""
+        nb = self.model.nbody - 1
+        self._buf = _Buffers({"xipos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self._roots.size, 3)})
+        self._contacts = _ContactRows()
+        self._steps = 0
+        self._static: tuple[np.ndarray, np.ndarray] | None = None
+        self._start_time: float | None = None
+
+    @property
+    def num_frames(self) -> int:
+        return self._buf.size
+
+    @property
+    def steps(self) -> int:
+        """Physics steps seen so far."""
+        return self._steps
+
+    def step(self, data: mujoco.MjData) -> None:
+        """Call after each ``mj_step``: keeps every ``stride``-th step's start state."""
+        if self._steps % self.stride == 0:
+            self._record(data, data.time - self._timestep)
+        self._steps += 1
+
+    def capture(self, data: mujoco.MjData) -> None:
+        """Record the current state as one frame, after ``mj_forward`` (not after a step):
+        for a last frame, or for states set by hand. Counts as ``stride`` steps."""
+        self._record(data, data.time)
+        self._steps += self.stride
+
+    def _record(self, d: mujoco.MjData, t: float) -> None:
+        buf = self._buf
+        f = buf.size
+        block, i = buf.row()
+        if self._start_time is None:
+            self._start_time = float(t)
+            wg = self.map.world_geoms
+            quat = np.zeros((wg.size, 4))
+            for k, g in enumerate(wg):
+                mujoco.mju_mat2Quat(quat[k], d.geom_xmat[g])
+            self._static = (d.geom_xpos[wg].copy(), quat)
+        block["xipos"][i] = d.xipos[1:]
+        block["xquat"][i] = d.xquat[1:]
+        block["cvel"][i] = d.cvel[1:]
+        if self._roots.size:
+            block["com"][i] = d.subtree_com[self._roots]
+        buf.size = f + 1
+        if d.ncon:
+            self._record_contacts(d, f)
+
+    def _record_contacts(self, d: mujoco.MjData, f: int) -> None:
+        con = d.contact
+        rows = self._contacts
+        if not rows.stride:
+            rows.layout(con)
+        n = d.ncon
+        rows.frame.append(f)
+        rows.raw.append(rows.copy(con, n))
+        rows.force.append(self._normal_force(d, con.efc_address, con.dim) if d.nefc else np.zeros(n))
+
+    def _contact_bodies(self, frame: np.ndarray, geom: np.ndarray, flex: np.ndarray, elem: np.ndarray,
+                        vert: np.ndarray, point: np.ndarray, xipos: np.ndarray) -> np.ndarray:
+        """Trace body of both sides of each contact ``[K, 2]`` (-1: none). A flex side counts for
+        its vertex, or for the element's vertex nearest the contact point (a vertex's position is
+        its body's recorded position)."""
+        m = self.model
+        body = np.full(geom.shape, -1, dtype=np.int64)
+        if self.map.of_geom.size:
+            body = np.where(geom >= 0, self.map.of_geom[np.maximum(geom, 0)], -1)
+        vbody = self.map.flex_vert_body
+        for fx, elems in enumerate(self._flex_elem_verts):
+            for side in (0, 1):
+                on = flex[:, side] == fx
+                if not on.any():
+                    continue
+                rows = np.flatnonzero(on)
+                by_vert = vert[rows, side] >= 0
+                out = np.empty(rows.size, dtype=np.int64)
+                out[by_vert] = vbody[vert[rows[by_vert], side] + int(m.flex_vertadr[fx])]
+                r = rows[~by_vert]
+                if r.size:
+                    cand = vbody[elems[elem[r, side]]]  # [k, dim + 1] trace bodies of the element's vertices
+                    # buffer column b - 1 holds MuJoCo body b
+                    where = xipos[frame[r][:, None], m.flex_vertbodyid[elems[elem[r, side]]] - 1]
+                    nearest = np.argmin(((where - point[r][:, None]) ** 2).sum(axis=2), axis=1)
+                    out[~by_vert] = cand[np.arange(r.size), nearest]
+                body[rows, side] = out
+        return body
+
+    def _normal_force(self, d: mujoco.MjData, adr: np.ndarray, dim: np.ndarray) -> np.ndarray:
+        """Normal force of each contact from the constraint forces (what ``mj_contactForce``
+        gives as its first component): pyramidal cones spread it over 2 (dim - 1) edges."""
+        efc = d.efc_force
+        adr = np.maximum(adr, 0)  # excluded contacts (address -1) are dropped at assembly
+        if not self._pyramidal or (dim == 1).all():
+            return efc[adr]
+        rows = np.where(dim > 1, 2 * (dim - 1), 1)
+        k = np.arange(int(rows.max()))
+        take = k[None, :] < rows[:, None]
+        return np.where(take, efc[np.minimum(adr[:, None] + k[None, :], efc.size - 1)], 0.0).sum(axis=1)
+
+    # ------------------------------------------------------------- assembly
+    def trace(self, meta: dict[str, Any] | None = None, final: mujoco.MjData | None = None) -> Trace:
+        """The trace recorded so far. ``final``: end it with ``final``'s current state too
+        (computed with ``mj_forward``) when that state falls on the stride grid, i.e. after
+        a multiple of ``stride`` steps; the recorder itself is left as it was."""
+        if final is not None and self._steps % self.stride == 0 and self._steps > 0:
+            mujoco.mj_forward(self.model, final)
+            size, rows = self._buf.size, len(self._contacts.frame)
+            self._record(final, final.time)
+            try:
+                return self._assemble(meta)
+            finally:
+                self._buf.size = size
+                c = self._contacts
+                del c.frame[rows:], c.raw[rows:], c.force[rows:]
+        return self._assemble(meta)
+
+    def _assemble(self, meta: dict[str, Any] | None) -> Trace:
+        m = self.model
+        T = self._buf.size
+        if T == 0:
+            raise ValueError("nothing recorded: call step(data) after mj_step (or capture(data))")
+        buf = self._buf
+        W = self.map.num_world
+        N = W + m.nbody - 1
+        xipos, xquat, cvel = buf.column("xipos"), buf.column("xquat"), buf.column("cvel")
+        omega = cvel[..., :3]
+        lin = cvel[..., 3:].copy()
+        if self._needs_root.size:
+            k = self._needs_root
+            lin[:, k] += np.cross(omega[:, k], xipos[:, k] - buf.column("com")[:, self._root_slot])
+        position = np.zeros((T, N, 3))
+        velocity = np.zeros((T, N, 3))
+        angular = np.zeros((T, N, 3))
+        quaternion = np.zeros((T, N, 4))
+        position[:, W:] = xipos
+        velocity[:, W:] = lin
+        angular[:, W:] = omega
+        quaternion[:, W:] = xquat
+        if W:
+            assert self._static is not None
+            position[:, :W] = self._static[0]
+            quaternion[:, :W] = self._static[1]
+        x, y = quaternion[..., 1], quaternion[..., 2]
+        tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
+        contacts = self._contact_arrays(N, xipos)
+        names = [b.name for b in self.map.bodies]
+        events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
+        time = np.arange(T) * (self.stride * m.opt.timestep)
+        full_meta = {
+            "simulator": SIMULATOR_NAME,
+            "mujoco_version": mujoco.__version__,
+            "dt": float(m.opt.timestep),
+            "stride": self.stride,
+            "steps": self._steps,
+            "gravity": m.opt.gravity.tolist(),
+            "units": "m",
+            "world_size": [round(2.0 * float(m.stat.extent), 6)] * 3,
+            "start_time": float(self._start_time or 0.0),
+        }
+        ropes = self._ropes()
+        if ropes:
+            full_meta["ropes"] = ropes
+        full_meta.update(self.meta)
+        full_meta.update(meta or {})
+        return Trace(bodies=list(self.map.bodies), time=time, position=position, angle=tilt, velocity=velocity,
+                     angular_velocity=angular, events=events, meta=full_meta, quaternion=quaternion, **contacts)
+
+    def _ropes(self) -> list[dict[str, Any]]:
+        """The model's 1D flexes (ropes, cables): name, trace indices of their beads in order
+        along the rope, and whether the rope is a closed loop."""
+        m = self.model
+        out = []
+        for f, elems in enumerate(self._flex_elem_verts):
+            if int(m.flex_dim[f]) != 1 or elems.size == 0:
+                continue
+            adr, num = int(m.flex_vertadr[f]), int(m.flex_vertnum[f])
+            beads = self.map.flex_vert_body[adr: adr + num]
+            if (beads < 0).any():
+                continue
+            closed = bool(((elems[:, 0] == adr + num - 1) & (elems[:, 1] == adr)).any()
+                          or ((elems[:, 1] == adr + num - 1) & (elems[:, 0] == adr)).any())
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_FLEX, f) or f"rope {f}"
+            out.append({"name": name, "bodies": beads.tolist(), "closed": closed})
+        return out
+
+    def _contact_arrays(self, n: int, xipos: np.ndarray) -> dict[str, np.ndarray]:
+        c = self._contacts
+        if not c.frame:
+            return empty_contacts(3)
+        raw = np.concatenate(c.raw)
+        frame = np.repeat(np.asarray(c.frame, dtype=np.int64), [len(x) for x in c.raw])
+        force = np.concatenate(c.force) * self.model.opt.timestep
+        adr, exclude = c.column(raw, "efc_address", np.int32, 1)[:, 0], c.column(raw, "exclude", np.int32, 1)[:, 0]
+        live = (adr >= 0) & (exclude == 0)  # MuJoCo excludes contacts in a gap or of fused bodies
+        raw, frame, force = raw[live], frame[live], force[live]
+        point = c.column(raw, "pos", np.float64, 3)
+        normal = c.column(raw, "frame", np.float64, 9)[:, :3]
+        ints = {name: c.column(raw, name, np.int32, 2).astype(np.int64) for name in ("geom", "flex", "elem", "vert")}
+        body = self._contact_bodies(frame, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, xipos)
+        keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
+        if not keep.any():
+            return empty_contacts(3)
+        frame, body, point, normal, force = frame[keep], body[keep], point[keep], normal[keep], force[keep]
+        normal = np.where((body[:, 0] > body[:, 1])[:, None], -normal, normal)  # from the lower index to the higher
+        a, b = body.min(axis=1), body.max(axis=1)
+        key = (frame * n + a) * n + b
+        uniq, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
+        k = uniq.size
+        mean_point = np.zeros((k, 3))
+        np.add.at(mean_point, inverse, point)
+        mean_point /= count[:, None]
+        sum_normal = np.zeros((k, 3))
+        np.add.at(sum_normal, inverse, normal)
+        length = np.linalg.norm(sum_normal, axis=1)
+        first = np.zeros(k, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(inverse.size)[::-1]  # first row of each pair
+        sum_normal = np.where(length[:, None] > 1e-12, sum_normal / np.maximum(length, 1e-300)[:, None],
+                              normal[first])
+        impulse = np.bincount(inverse, weights=force, minlength=k)
+        index_type = np.int16 if n < 32768 else np.int32
+        return {
+            "contact_frame": (uniq // (n * n)).astype(np.int32),
+            "contact_a": ((uniq // n) % n).astype(index_type),
+            "contact_b": (uniq % n).astype(index_type),
+            "contact_point": mean_point,
+            "contact_normal": sum_normal,
+            "contact_impulse": impulse,
+        }
+
+
+# ----------------------------------------------------------------- running
+StepHook = Callable[[int, mujoco.MjData], None]
+
+
+def simulate(
+    model: Any,
+    steps: int,
+    *,
+    stride: int = 1,
+    data: mujoco.MjData | None = None,
+    controls: np.ndarray | None = None,
+    forces: np.ndarray | None = None,
+    before_step: StepHook | None = None,
+    names: dict[int, str] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Trace:
+    """Step ``model`` ``steps`` times from ``data`` (default: a fresh ``MjData``) and record it.
+
+    ``controls`` ``[steps, nu]`` (or ``[nu]``, held) sets ``data.ctrl``; ``forces``
+    ``[steps, nbody, 6]`` (or ``[nbody, 6]``, held) sets ``data.xfrc_applied`` (force
+    then torque, world frame) before each step; ``before_step(k, data)`` may set
+    anything else. Frame ``f`` is the state at step ``f * stride``.
+    """
+    m = load_model(model)
+    d = data if data is not None else mujoco.MjData(m)
+    ctrl = None if controls is None else np.asarray(controls, dtype=np.float64)
+    frc = None if forces is None else np.asarray(forces, dtype=np.float64)
+    if ctrl is not None and ctrl.shape[-1] != m.nu:
+        raise ValueError(f"controls have {ctrl.shape[-1]} columns; the model has nu = {m.nu} actuators")
+    if frc is not None and frc.shape[-2:] != (m.nbody, 6):
+        raise ValueError(f"forces must be [steps, nbody={m.nbody}, 6] or [nbody, 6], got {frc.shape}")
+    rec = TraceRecorder(m, stride=stride, names=names, meta=meta)
+    for k in range(int(steps)):
+        if ctrl is not None:
+            d.ctrl[:] = ctrl if ctrl.ndim == 1 else ctrl[k]
+        if frc is not None:
+            d.xfrc_applied[:] = frc if frc.ndim == 2 else frc[k]
+        if before_step is not None:
+            before_step(k, d)
+        mujoco.mj_step(m, d)
+        rec.step(d)
+    return rec.trace()
+
+
+def rollout_traces(
+    model: Any,
+    steps: int,
+    *,
+    initial_states: np.ndarray | None = None,
+    controls: np.ndarray | None = None,
+    forces: np.ndarray | None = None,
+    stride: int = 1,
+    nthread: int | None = None,
+    names: dict[int, str] | None = None,
+    meta: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+) -> list[Trace]:
+    """Many open-loop rollouts stepped in C by ``mujoco.rollout`` (threads, GIL released).
+
+    ``initial_states`` ``[B, nstate]`` full physics states (``mjSTATE_FULLPHYSICS``;
+    default: the model's initial state, once); ``controls`` ``[B or 1, steps, nu]`` and
+    ``forces`` ``[B or 1, steps, nbody, 6]`` applied body forces (``xfrc_applied``); a single
+    initial state, control or force sequence is shared by all B rollouts.
+    Each stored frame is then rebuilt from the returned states with ``mj_forward``,
+    so the traces equal `simulate`'s up to the solver's warm start.
+    """
+    from mujoco import rollout as mj_rollout
+
+    m = load_model(model)
+    spec = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    nstate = mujoco.mj_stateSize(m, spec)
+    if initial_states is None:
+        d0 = mujoco.MjData(m)
+        x0 = np.empty(nstate)
+        mujoco.mj_getState(m, d0, x0, spec)
+        initial_states = x0[None]
+    x0 = np.atleast_2d(np.asarray(initial_states, dtype=np.float64))
+    if x0.shape[1] != nstate:
+        raise ValueError(f"initial_states have {x0.shape[1]} columns; full physics states of this model have {nstate}")
+    c = None if controls is None else np.asarray(controls, dtype=np.float64).reshape((-1, steps, m.nu))
+    f = None if forces is None else np.asarray(forces, dtype=np.float64).reshape((-1, steps, m.nbody * 6))
+    nbatch = max(x0.shape[0], 1 if c is None else c.shape[0], 1 if f is None else f.shape[0])
+    if x0.shape[0] not in (1, nbatch):
+        raise ValueError(f"initial_states have {x0.shape[0]} rows; controls and forces ask for {nbatch} rollouts")
+    x0 = np.ascontiguousarray(np.broadcast_to(x0, (nbatch, nstate)))
+    parts: list[np.ndarray] = []
+    cspec = 0
+    if c is not None:
+        parts.append(np.broadcast_to(c, (nbatch, steps, m.nu)))
+        cspec |= int(mujoco.mjtState.mjSTATE_CTRL)
+    if f is not None:
+        parts.append(np.broadcast_to(f, (nbatch, steps, m.nbody * 6)))
+        cspec |= int(mujoco.mjtState.mjSTATE_XFRC_APPLIED)
+    control = np.ascontiguousarray(np.concatenate(parts, axis=2)) if parts else None
+    threads = max(1, min(nbatch, nthread or 1))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    state, _ = mj_rollout.rollout(m, datas, x0, control, control_spec=cspec, nstep=steps)
+    metas = list(meta) if isinstance(meta, (list, tuple)) else [dict(meta or {})] * nbatch
+    body_map = describe_bodies(m, names)
+    d = datas[0]
+    out = []
+    for i in range(nbatch):
+        rec = TraceRecorder(m, stride=stride, body_map=body_map, meta=metas[i])
+        for k in range(0, steps, stride):
+            mujoco.mj_setState(m, d, x0[i] if k == 0 else state[i, k - 1], spec)
+            if control is not None:
+                mujoco.mj_setState(m, d, control[i, k], cspec)
+            mujoco.mj_forward(m, d)
+            rec.capture(d)
+        out.append(rec.trace({"steps": steps}))
+    return out

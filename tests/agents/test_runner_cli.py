@@ -1,0 +1,157 @@
+"""`simpatterns agent eval | report | menu | folds`: runs, resume, the report, an LLM run end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_tasks import BINS, SOLVABLE
+from simpatterns.agents.metrics import auccess
+from simpatterns.agents.report import write_report
+from simpatterns.agents.runner import EPISODES_FILE, EvalConfig, RunError, evaluate, make_conditions, read_run
+from simpatterns.cli import app
+from simpatterns.llm import make_client
+from simpatterns.llm.testing import Reply, Rule
+from simpatterns.qa.context import ANNOTATION_HEADER
+
+TASKS = f"{SOLVABLE},00006:011"
+
+
+def eval_args(run, cache, *extra):
+    return ["agent", "eval", "--out", str(run), "--tasks", TASKS, "--bins", str(BINS), "--seeds", "0,1",
+            "--budget", "30", "--cache", str(cache), *extra]
+
+
+def test_eval_resume_report(tmp_path, menu_cache):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random,oracle"))
+    assert res.exit_code == 0, res.output
+    assert "8 episodes run, 0 already" in res.output
+    rows = {line.split(" | ")[0].strip("| "): line for line in res.output.splitlines() if line.startswith("| ")}
+    assert set(rows) >= {"condition", "random", "oracle", "random (expected)"}
+    assert "| oracle | 2 | 2 | 100.0 |" in rows["oracle"]
+    for name in ("report.md", "summary.json", "success_vs_attempts.png", "success_curve.png", "run.json"):
+        assert (run / name).stat().st_size > 0
+    lines = (run / EPISODES_FILE).read_text().splitlines()
+    assert len(lines) == 8 and [json.loads(x)["condition"] for x in lines] == ["oracle"] * 4 + ["random"] * 4
+
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random,oracle"))
+    assert "0 episodes run, 8 already" in res.output  # resumed: nothing to do
+    # a kill mid-write leaves a torn last line: dropped, and that episode runs again
+    with open(run / EPISODES_FILE, "a") as fh:
+        fh.write(lines[0][: len(lines[0]) // 2])
+    (run / EPISODES_FILE).write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40])
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random,oracle,anneal"))
+    assert res.exit_code == 0, res.output
+    assert "5 episodes run, 7 already" in res.output  # the torn random episode and 4 new anneal ones
+
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random", "--budget", "50"))
+    assert res.exit_code == 1 and "holds a run with a different config" in res.output
+
+    summary = json.loads((run / "summary.json").read_text())
+    conds = [c["condition"] for c in summary["conditions"]]
+    assert conds == ["random", "oracle", "anneal"] and summary["expected_random"]["condition"] == "random (expected)"
+    res = runner.invoke(app, ["agent", "report", str(run), "--cap", "5", "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0 and "AUCCESS@5" in res.output and (tmp_path / "rep" / "report.md").exists()
+
+
+def test_cli_errors_and_helpers(tmp_path, menu_cache):
+    runner = CliRunner()
+    res = runner.invoke(app, eval_args(tmp_path / "r", menu_cache, "--agents", "memory"))
+    assert res.exit_code == 1 and "the memory agent trains on a fold's training tasks" in res.output
+    res = runner.invoke(app, eval_args(tmp_path / "r", menu_cache, "--agents", "telepathy"))
+    assert res.exit_code == 2 and "unknown agent 'telepathy'" in res.output
+    res = runner.invoke(app, ["agent", "eval", "--out", str(tmp_path / "r"), "--tasks", "00007:400"])
+    assert res.exit_code == 2 and "template 00007 has variants 0..99" in res.output
+    res = runner.invoke(app, ["agent", "menu", SOLVABLE, "--bins", str(BINS), "--cache", str(menu_cache),
+                              "--solutions"])
+    assert res.exit_code == 0 and res.output.startswith("A1: x=") and res.output.count("<- solves") >= 1
+    res = runner.invoke(app, ["agent", "folds", "--seeds", "0"])
+    assert "ball_within_template seed 0: train 1600, dev 400, test 500 (25 templates)" in res.output
+    res = runner.invoke(app, ["agent", "report", str(tmp_path / "nothing")])
+    assert res.exit_code == 1 and "not an agent run directory" in res.output
+
+
+def test_annealer_programs_are_checked_before_any_episode(tmp_path, menu_cache):
+    runner = CliRunner()
+    progs = tmp_path / "progs"
+    progs.mkdir()
+    (progs / "00002.rwd").write_text('# goal\nTOUCH("green ball", "purple floor")\n')
+    run = tmp_path / "run"
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "anneal", "--programs", str(progs)))
+    assert res.exit_code == 2 and f"{progs / '00002.rwd'}:2:1" in res.output and "TOUCHING" in res.output
+    assert not (run / EPISODES_FILE).exists()
+    # parses, but names a body task 00002:002 does not have: the run stops on that task, naming it
+    (progs / "00002.rwd").write_text('TOUCHING("purple jar", "red ball")\n')
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "anneal", "--programs", str(progs)))
+    assert res.exit_code == 1 and "scene 00002" in res.output and 'unknown body "purple jar"' in res.output
+
+
+def test_memory_on_a_fold(tmp_path, menu_cache):
+    config = EvalConfig(setup="ball_within_template", seeds=(0,), per_template=1, train_per_template=2, bins=2,
+                        budget=20)
+    out = evaluate(tmp_path / "run", config, make_conditions(["memory"]), cache_dir=menu_cache)
+    assert len(out.episodes) == 25 and {e.task[:5] for e in out.episodes} == {f"{t:05d}" for t in range(25)}
+    table = json.loads((tmp_path / "run" / "memory-seed0.json").read_text())
+    assert table["train_tasks"] == 50 and len(table["solved"]["*"]) == 8
+
+
+def test_llm_conditions_through_the_runner(tmp_path, menu_cache, serve):
+    store_menu = __import__("simpatterns.agents.menu", fromlist=["MenuStore"]).MenuStore(menu_cache, BINS).get(SOLVABLE)
+    solving = store_menu.choices[store_menu.solving[0]].id
+    failing = next(c.id for k, c in enumerate(store_menu.choices) if store_menu.status(k) == -1)
+    rule = Rule(match=lambda b: ANNOTATION_HEADER in str(b["messages"][-1]["content"]),
+                replies=[Reply(f"CHOICE: {solving}")])
+    server = serve(rules=[rule], default=Reply(f"CHOICE: {failing}"))
+    config = EvalConfig(setup=None, tasks=(SOLVABLE,), seeds=(0, 1), bins=BINS, budget=5)
+    conds = make_conditions(["llm"], ["outcome", "annotation"])
+    transcript = tmp_path / "run" / "transcript.jsonl"
+    out = evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
+                   client_factory=lambda d: make_client("openai", base_url=server.base_url, transcript=transcript))
+    by = {(e.condition, e.seed): e for e in out.episodes}
+    assert by[("llm/annotation", 0)].solved_at == 2 and by[("llm/annotation", 1)].solved_at == 2
+    assert by[("llm/outcome", 0)].solved_at is None and by[("llm/outcome", 0)].count("wasted") == 4
+    assert len(transcript.read_text().splitlines()) == len(server.requests) == 2 * 2 + 2 * 5
+    report = write_report(tmp_path / "run")
+    rows = {r[0]: r for r in report["rows"]}
+    assert rows["llm/annotation"][3] == f"{100 * auccess([2], 1):.1f}"  # solved at attempt 2 on both seeds
+    assert float(rows["llm/outcome"][3].split()[0]) == 0.0 and rows["llm/outcome"][-1] == "4.00"
+    # the transcript replays the whole run, offline, to the same episodes
+    replayed = evaluate(tmp_path / "replayed", config, conds, cache_dir=menu_cache,
+                        client_factory=lambda d: make_client(f"replay:{transcript}"))
+    assert [e.to_json() for e in replayed.episodes] == [e.to_json() for e in out.episodes]
+    with pytest.raises(RunError, match="need a language model"):
+        evaluate(tmp_path / "run2", config, conds, cache_dir=menu_cache)
+    run, eps = read_run(tmp_path / "run")
+    assert run["conditions"][1]["options"]["feedback"] == "annotation" and len(eps) == 4
+
+
+def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path, menu_cache, serve):
+    import os
+    import signal
+
+    menu = __import__("simpatterns.agents.menu", fromlist=["MenuStore"]).MenuStore(menu_cache, BINS).get(SOLVABLE)
+    solving = menu.choices[menu.solving[0]].id
+    seen = {"n": 0}
+
+    def ctrl_c_on_second_request(body) -> bool:
+        seen["n"] += 1
+        if seen["n"] == 2:  # a real SIGINT, delivered while the runner waits for the answer
+            os.kill(os.getpid(), signal.SIGINT)
+        return False
+
+    server = serve(rules=[Rule(match=ctrl_c_on_second_request)], default=Reply(f"CHOICE: {solving}", delay_s=0.5))
+    config = EvalConfig(setup=None, tasks=(SOLVABLE,), seeds=(0, 1), bins=BINS, budget=5)
+    conds = make_conditions(["llm"], ["outcome"])
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
+                 client_factory=lambda d: make_client("openai", base_url=server.base_url))
+    _, eps = read_run(tmp_path / "run")
+    assert [(e.seed, e.solved_at) for e in eps] == [(0, 1)]  # the finished episode is on disk
+    again = serve(default=Reply(f"CHOICE: {solving}"))
+    out = evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
+                   client_factory=lambda d: make_client("openai", base_url=again.base_url))
+    assert (out.done, out.already) == (1, 1) and len(again.requests) == 1

