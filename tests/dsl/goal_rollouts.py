@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from simpatterns.simulators.dataset import RolloutJob, choose_action
+from simpatterns.simulators.dataset import RolloutJob, job_rollout
 from simpatterns.simulators.phyre import TEMPLATES, load_scene, simulate
 from simpatterns.trace import Trace
 
@@ -16,8 +16,8 @@ KINDS = ("solution", "near-miss")
 @lru_cache(maxsize=None)
 def action(template: str, variant: int, kind: str) -> tuple[float, ...] | None:
     """The variant's shipped solution, or a perturbed solution that fails (simulators/dataset.py)."""
-    a = choose_action(RolloutJob(template, variant, kind, 0, seed=0))
-    return None if a is None else tuple(a)
+    r = job_rollout(RolloutJob(template, variant, kind, 0, seed=0))
+    return None if r is None else tuple(r.trace.meta["action"])
 
 
 @lru_cache(maxsize=None)
