@@ -118,7 +118,11 @@ def test_eval_takes_a_folder_reports_a_bad_file_and_goes_on(tmp_path):
     good.save(folder / "a.annotation.jsonl")
     miss.save(folder / "b.annotation.jsonl")
     (folder / "c.annotation.jsonl").write_text("not json\n")
-    prog = str(GOALS / "a01_touch_at_end_red_never_green.rwd")
+    # reads only the raw collision events these annotations hold (the shipped goals read "touch start")
+    prog = tmp_path / "green_blue_not_red.rwd"
+    prog.write_text('AND(EVENT("collision start", {"object_a": "green ball", "object_b": "blue ball"}),\n'
+                    '    NEVER("collision start", {"object_a": "red ball", "object_b": "green ball"}))\n')
+    prog = str(prog)
     res = CliRunner().invoke(app, ["reward", "eval", prog, str(folder), "--library", "none"], terminal_width=200)
     assert res.exit_code == 1
     assert res.stderr.count("error:") == 1 and "c.annotation.jsonl:1" in res.stderr
