@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from simpatterns.dsl.compact import DEFAULT_BUDGET_TOKENS
 from simpatterns.cli_support import EXIT_PARTIAL, err, fail, new_table, one_line, out as console, print_table
 from simpatterns.llm.commands import (
     APIKey,
@@ -303,7 +304,7 @@ def compile_cmd(
     prompt: Annotated[str, typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
     prompt_budget: Annotated[int, typer.Option(
-        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
+        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
     record: Record = None,
     timeout: Timeout = None,
     concurrency: Concurrency = None,
