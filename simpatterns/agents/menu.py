@@ -172,8 +172,9 @@ def _check(bins: int, scan: str) -> None:
 
 
 def task_solved(scene, action: Sequence[float]) -> bool:
-    """Does ``action`` solve the scene's task? (Rollouts end once all rests: same outcome, faster.)"""
-    return simulate(scene, action, stop_when_settled=True).success
+    """Does ``action`` solve the scene's task? Decided by a full run: the settle shortcut can
+    stop a run whose goal body is still creeping towards success."""
+    return simulate(scene, action).success
 
 
 def build_menu(task: Task | str, bins: int = DEFAULT_BINS, scan: str = "full") -> Menu:

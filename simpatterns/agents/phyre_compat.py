@@ -222,7 +222,8 @@ class ActionSimulator:
         if check_action(scene, action) is not None:
             return Simulation(status=SimulationStatus.INVALID_INPUT)
         need_trace = need_images or need_featurized_objects
-        rollout = simulate(scene, action, stop_when_settled=not need_trace)
+        # a full run decides the status: the settle shortcut can call a creeping success a failure
+        rollout = simulate(scene, action)
         status = SimulationStatus.SOLVED if rollout.success else SimulationStatus.NOT_SOLVED
         images = features = None
         if need_trace:
@@ -239,7 +240,7 @@ class ActionSimulator:
                     if dx == 0 and dy == 0:
                         continue
                     moved = action + np.array([dx, dy, 0.0]) / ACTION_POSITION_SCALE
-                    if check_action(scene, moved) is None and not simulate(scene, moved, stop_when_settled=True).success:
+                    if check_action(scene, moved) is None and not simulate(scene, moved).success:
                         status = SimulationStatus.UNSTABLY_SOLVED
                         break
                 if status is SimulationStatus.UNSTABLY_SOLVED:

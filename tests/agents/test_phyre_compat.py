@@ -92,3 +92,19 @@ def test_evaluator_rules():
         phyre.initialize_simulator(["00000:000"], "two_balls")
     assert phyre.eval_setup_to_action_tier("ball_cross_template") == "ball"
     assert phyre.list_eval_setups() == ("ball_cross_template", "ball_within_template")
+
+
+def test_outcomes_are_decided_by_full_runs_not_the_settle_shortcut():
+    """Template 00017 variant 1: this action "settles" at frame 150 (the green ball creeps below
+    the settle threshold) and succeeds at about frame 770. Menus and the phyre-shaped API report
+    what the full run says."""
+    from simpatterns.agents.menu import task_solved
+    from simpatterns.agents.phyre_compat import SimulationStatus, initialize_simulator
+    from simpatterns.simulators.phyre import load_scene, simulate
+
+    scene, action = load_scene("00017", 1), [0.8997, 0.2029, 0.2286]
+    assert not simulate(scene, action, stop_when_settled=True).success  # the shortcut alone would say "failed"
+    assert task_solved(scene, action)
+    sim = initialize_simulator(["00017:001"], "ball")
+    status = sim.simulate_action(0, action, need_images=False).status
+    assert status is SimulationStatus.SOLVED and status.is_solved()

@@ -250,9 +250,16 @@ def simulate(
     without a goal never succeeds.
 
     ``stop_when_settled`` (a search accelerator, off by default) ends a run
-    early once every dynamic body has been at rest for `SETTLE_FRAMES`
-    frames while the goal pair is not touching: nothing can move again, so
-    the run has failed. ``meta["settled_frame"]`` records where.
+    early, as failed, once every dynamic body has been slower than
+    `SETTLE_SPEED` for `SETTLE_FRAMES` frames while the goal pair is not
+    touching. It is a heuristic, not a proof: a body creeping below the
+    threshold can still reach the goal (template 00017 variant 1, action
+    (0.8997, 0.2029, 0.2286) "settles" at frame 150 and succeeds at frame
+    ~770 in the full run). So it is used only where a wrong "failed" costs
+    search quality (annealing objectives, variant screening), never to
+    decide an outcome that is reported or stored (datasets, menus, the
+    phyre-shaped API, agent attempts, variant verification).
+    ``meta["settled_frame"]`` records where.
     """
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")

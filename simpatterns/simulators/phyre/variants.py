@@ -16,9 +16,11 @@ order. For each one:
 3. **Verify** the solving action with a full simulation (no early stopping
    shortcuts); only then keep the row.
 
-Screening rollouts use ``stop_when_settled`` (a run whose bodies all rest
-with the goal pair apart cannot succeed any more), which does not change
-any outcome; the verification run does not use it.
+Screening rollouts use ``stop_when_settled`` (a run whose bodies all move
+slower than the settle threshold with the goal pair apart is taken as
+failed): a heuristic that can drop a slow-creeping solution from the
+screen, which costs only candidates, never a wrong row; the verification
+run does not use it.
 
 Each candidate's random stream is derived from (seed, template, candidate
 index), so results do not depend on worker count or order. Rows record the
