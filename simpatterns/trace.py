@@ -46,8 +46,10 @@ gathers them into an `Episode`):
   ``"success"``: the task's success condition held, so the two bodies named
   in ``meta["goal"]`` keep touching to the horizon, and nothing else is
   known; ``"settled"``: every body was at rest, so every position and every
-  contact of the last frame holds to the horizon (and nothing new starts);
-  absent or None: nothing is known about the frames after the last one.
+  contact of the last frame holds to the horizon (and nothing new starts)
+  -- the settle heuristic's assumption, which a body creeping below the
+  settle speed can break (see `simulate`), so reported outcomes come from
+  full runs; absent or None: nothing is known about the frames after the last one.
 - ``goal``: the two bodies whose contact is the task's success (PHYRE).
 
 On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
@@ -167,8 +169,9 @@ class Episode:
     After the last stored frame, a reader may assume exactly this: after a
     ``"success"`` stop the ``goal`` pair touches at every frame to the
     horizon; after a ``"settled"`` stop every body stays where it is, every
-    contact of the last frame holds and no contact starts or ends; nothing
-    else."""
+    contact of the last frame holds and no contact starts or ends (the
+    settle heuristic's assumption: a body creeping below the settle speed
+    can break it); nothing else."""
 
     frames: int
     horizon: int
