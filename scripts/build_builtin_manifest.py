@@ -9,10 +9,11 @@ directedness, duration) match the files:
     python scripts/build_builtin_manifest.py --world all --check  # exit 1 if one is out of date
 
 The PHYRE library's order below is the paper's (Appendix B): raw simulator
-events, the 18 guided patterns, then the self-discovered ones we kept. The 3D
-library lists the raw contact events, the generic 3D patterns, then the rope
-patterns. Every file in a folder must be listed here and every listed file
-must exist.
+events, the 18 guided patterns, the self-discovered ones we kept, then the
+hand-written ones the reward DSL's goals read (touches as people count them,
+coming to rest). The 3D library lists the raw contact events, the generic 3D
+patterns, then the rope patterns. Every file in a folder must be listed here
+and every listed file must exist.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from simpatterns.files import atomic_write
 
 GUIDED = "guided"
 SELF = "self-discovered"
+HAND = "hand-written"
 
 ORDER: list[tuple[str, str]] = [
     ("collision_start.py", GUIDED),
@@ -58,6 +60,10 @@ ORDER: list[tuple[str, str]] = [
     ("bonded_pair.py", SELF),  # A5 (co-moving bonded pair)
     ("side_swap.py", SELF),  # A16 (green/blue side swap, any bodies)
     ("vertical_order_flip.py", SELF),  # A18
+    # patterns the reward DSL reads for goals in people's words (issue 14)
+    ("touch_start.py", HAND),  # touches counted as people count them (debounced contacts)
+    ("touch_end.py", HAND),
+    ("comes_to_rest.py", HAND),  # "stopped moving"
 ]
 
 ORDER_3D: list[tuple[str, str]] = [

@@ -21,7 +21,8 @@ Views on top of it, computed on demand:
 
 File format (``.jsonl``, one JSON object per line): a header line
 ``{"format": "simpatterns-annotation", "version": 1, "trace": ..., "num_frames":
-T, "dt": ..., "patterns": [...], "timings": {...}, "errors": {...}}`` then one
+T, "dt": ..., "patterns": [...], "timings": {...}, "errors": {...}, "episode":
+{...}, "bodies": [{"name", "color", "shape", "dynamic", "role"}, ...]}`` then one
 line per event ``{"pattern": ..., "frame": ..., "params": {...}}`` in the
 order of ``events``.
 
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from simpatterns.files import atomic_write
+from simpatterns.trace import Body, Episode
 from simpatterns.trace import _json_default as _jsonable
 
 if TYPE_CHECKING:
@@ -128,6 +130,12 @@ class Annotation:
     trace_id: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # seconds per pattern
     errors: dict[str, str] = field(default_factory=dict)  # pattern -> error text
+    # the trace's `Episode` (horizon, why it stopped, the success pair), so time in a reward
+    # program means the same with or without the trace; None: the stored frames are the episode
+    episode: Episode | None = None
+    # the trace's bodies as words (name, colour, shape, dynamic, role; no geometry), so a reward
+    # program can resolve "green object" or "the goal object" without the trace; None: unknown
+    bodies: list[Body] | None = None
 
     def __post_init__(self) -> None:
         given = self.pattern_events
@@ -157,12 +165,15 @@ class Annotation:
         trace_id: str = "",
         timings: dict[str, float] | None = None,
         errors: dict[str, str] | None = None,
+        episode: Episode | None = None,
+        bodies: list[Body] | None = None,
     ) -> "Annotation":
         """An annotation from a flat list of `PatternEvent` (any order), e.g. built by hand."""
         grouped: dict[str, EventList] = {p: [] for p in patterns}
         for e in events:
             grouped.setdefault(e.pattern, []).append((e.frame, e.params))
-        return cls(grouped, num_frames, list(patterns), dt, trace_id, dict(timings or {}), dict(errors or {}))
+        return cls(grouped, num_frames, list(patterns), dt, trace_id, dict(timings or {}), dict(errors or {}),
+                   episode, bodies)
 
     @property
     def duration(self) -> float:
@@ -229,6 +240,11 @@ class Annotation:
             "timings": self.timings,
             "errors": self.errors,
         }
+        if self.episode is not None:
+            header["episode"] = self.episode.to_json()
+        if self.bodies is not None:
+            header["bodies"] = [{"name": b.name, "color": b.color, "shape": b.shape, "dynamic": b.dynamic,
+                                 "role": b.role} for b in self.bodies]
         lines = [json.dumps(header, default=_jsonable)]
         lines += [json.dumps(e.to_json(), default=_jsonable) for e in self.events]
         return atomic_write(path, "\n".join(lines) + "\n")
@@ -276,6 +292,8 @@ class Annotation:
                 trace_id=str(header.get("trace", "")),
                 timings={k: float(v) for k, v in header.get("timings", {}).items()},
                 errors=dict(header.get("errors", {})),
+                episode=Episode.from_json(header["episode"]) if header.get("episode") else None,
+                bodies=[Body.from_json(b) for b in header["bodies"]] if header.get("bodies") is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise AnnotationFormatError(f"{path}:1: header field missing or malformed ({exc!r})") from exc

@@ -33,6 +33,25 @@ detectors vectorise over frames and bodies. ``D = trace.dim`` is 2 for planar
 Frame indices always index the stored rows. With ``meta["stride"] == k`` a
 stored frame ``f`` is physics step ``f * k``.
 
+**The episode and early stops.** A rollout may stop before its episode
+ends (PHYRE stops at success by default). Three meta keys say what a reader
+may assume about the frames that were never simulated (`Trace.episode`
+gathers them into an `Episode`):
+
+- ``horizon``: the number of stored frames of the whole episode, frame 0
+  included (PHYRE: ``max_steps // stride + 1`` = 1001 at stride 1), whether
+  or not the rollout ran that long. Absent: the stored frames are the
+  episode. Times and windows of reward programs are fractions of it.
+- ``stopped``: why a rollout shorter than its horizon stopped:
+  ``"success"``: the task's success condition held, so the two bodies named
+  in ``meta["goal"]`` keep touching to the horizon, and nothing else is
+  known; ``"settled"``: every body was at rest, so every position and every
+  contact of the last frame holds to the horizon (and nothing new starts)
+  -- the settle heuristic's assumption, which a body creeping below the
+  settle speed can break (see `simulate`), so reported outcomes come from
+  full runs; absent or None: nothing is known about the frames after the last one.
+- ``goal``: the two bodies whose contact is the task's success (PHYRE).
+
 On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
 ``header`` with the format name and version. Version 2 added the optional
 ``quaternion`` array and 3D traces; version-1 files (2D only) still load.
@@ -58,6 +77,12 @@ from simpatterns.files import atomic_open
 
 FORMAT_NAME = "simpatterns-trace"
 FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
+
+HORIZON_KEY = "horizon"
+STOPPED_KEY = "stopped"
+STOPPED_SUCCESS = "success"
+STOPPED_SETTLED = "settled"
+STOP_REASONS = (STOPPED_SUCCESS, STOPPED_SETTLED)
 
 COLLISION_START = "CollisionStart"
 COLLISION_END = "CollisionEnd"
@@ -132,6 +157,65 @@ class RawEvent:
     kind: str
     frame: int
     params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What is known about a rollout's whole episode (see the module doc):
+    ``frames`` stored frames were simulated out of ``horizon``; ``stopped``
+    says why a shorter rollout stopped (``"success"``, ``"settled"`` or None:
+    unknown); ``goal`` names the success pair (empty when there is none).
+
+    After the last stored frame, a reader may assume exactly this: after a
+    ``"success"`` stop the ``goal`` pair touches at every frame to the
+    horizon; after a ``"settled"`` stop every body stays where it is, every
+    contact of the last frame holds and no contact starts or ends (the
+    settle heuristic's assumption: a body creeping below the settle speed
+    can break it); nothing else."""
+
+    frames: int
+    horizon: int
+    stopped: str | None = None
+    goal: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.frames < 0:
+            raise ValueError(f"episode frames must be >= 0, got {self.frames}")
+        if self.horizon < self.frames:  # a horizon shorter than what was stored is the stored rollout
+            object.__setattr__(self, "horizon", self.frames)
+        if self.stopped is not None and self.stopped not in STOP_REASONS:
+            raise ValueError(f"episode 'stopped' must be one of {STOP_REASONS} or None, got {self.stopped!r}")
+
+    @property
+    def complete(self) -> bool:
+        """True when every frame of the episode was simulated."""
+        return self.frames >= self.horizon
+
+    @property
+    def last(self) -> int:
+        """The last simulated frame."""
+        return self.frames - 1
+
+    @classmethod
+    def of(cls, meta: dict[str, Any] | None, frames: int) -> "Episode":
+        """The episode described by a trace's ``meta`` (horizon, stopped, goal) for ``frames`` stored frames."""
+        meta = meta if isinstance(meta, dict) else {}
+        try:
+            horizon = int(meta.get(HORIZON_KEY) or frames)
+        except (TypeError, ValueError):
+            horizon = frames
+        stopped = meta.get(STOPPED_KEY)
+        stopped = stopped if stopped in STOP_REASONS else None
+        goal = meta.get("goal")
+        goal = tuple(str(g) for g in goal) if isinstance(goal, (list, tuple)) else ()
+        return cls(frames, max(horizon, frames), stopped if horizon > frames else None, goal)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frames": self.frames, "horizon": self.horizon, "stopped": self.stopped, "goal": list(self.goal)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Episode":
+        return cls(int(d["frames"]), int(d["horizon"]), d.get("stopped"), tuple(d.get("goal") or ()))
 
 
 _ARRAY_FIELDS = (
@@ -214,6 +298,16 @@ class Trace:
     def dt(self) -> float:
         """Seconds between two stored frames (physics dt times stride)."""
         return float(self.meta.get("dt", 1 / 60)) * int(self.meta.get("stride", 1))
+
+    @property
+    def horizon(self) -> int:
+        """Stored frames of the whole episode (``meta["horizon"]``; the stored frames when absent)."""
+        return self.episode.horizon
+
+    @property
+    def episode(self) -> Episode:
+        """What is known about the whole episode, including frames never simulated (module doc)."""
+        return Episode.of(self.meta, self.num_frames)
 
     @property
     def names(self) -> list[str]:

@@ -143,7 +143,13 @@ class TraceState:
     def annotation(self, labels: list[str]) -> Annotation:
         return Annotation(pattern_events=self.events, num_frames=self.trace.num_frames, patterns=labels,
                           dt=self.trace.dt, trace_id=self.trace_id,
-                          timings={k: self.timings.get(k, 0.0) for k in labels}, errors=self.errors)
+                          timings={k: self.timings.get(k, 0.0) for k in labels}, errors=self.errors,
+                          episode=self.trace.episode, bodies=described_bodies(self.trace))
+
+
+def described_bodies(trace) -> list:
+    """A trace's bodies as words, without geometry: what an annotation keeps of them."""
+    return [replace(b, size={}, parts=()) for b in trace.bodies]
 
 
 def unreadable(trace_id: str, labels: list[str], error: Exception) -> Annotation:

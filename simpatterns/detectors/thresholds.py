@@ -60,6 +60,10 @@ THRESHOLDS = Thresholds()
 # built-in detector file -> {module constant: Thresholds field it must equal}
 BUILTIN_CONSTANTS: dict[str, dict[str, str]] = {
     "global_rest.py": {"REST_SPEED": "rest_speed", "REST_SPIN": "rest_spin", "MIN_SECONDS": "rest_min_seconds"},
+    "comes_to_rest.py": {"REST_SPEED": "rest_speed", "REST_SPIN": "rest_spin", "MIN_SECONDS": "rest_min_seconds",
+                         "MERGE_GAP": "contact_merge_frames"},
+    "touch_start.py": {"MERGE_GAP": "contact_merge_frames"},
+    "touch_end.py": {"MERGE_GAP": "contact_merge_frames"},
     "airborne.py": {"MIN_SECONDS": "free_fall_min_seconds"},
     "bonded_pair.py": {"MERGE_GAP": "contact_merge_frames"},
     "rolling_over.py": {"MERGE_GAP": "contact_merge_frames"},

@@ -20,9 +20,10 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.errors import DSLError, close_matches, error_at
-from simpatterns.dsl.matching import is_wildcard, normalize_text
+from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import PREDICATES, Arg, Node
+from simpatterns.dsl.references import Scene, is_wildcard, parse_reference, scene_of
 from simpatterns.dsl.syntax import (
     Call,
     Compare,
@@ -214,13 +215,15 @@ def _default_text(a: Arg) -> str:
 
 
 class Checker:
-    def __init__(self, program: Program, signatures: dict[str, list[str]] | None, bodies: Sequence[str] | None,
+    def __init__(self, program: Program, signatures: dict[str, list[str]] | None,
+                 bodies: "Sequence[Any] | Scene | None",
                  descriptions: Mapping[str, str] | None = None, declarations: Mapping[str, Any] | None = None):
         self.program = program
         self.descriptions = descriptions or {}
         self.declarations = declarations
         self.signatures = signatures
-        self.bodies = list(bodies) if bodies is not None else None
+        self.scene = scene_of(bodies)
+        self.bodies = self.scene.names if self.scene is not None else None
         self.body_set = {normalize_text(b) for b in self.bodies} if self.bodies is not None else None
         self.errors: list[DSLError] = []
         self.body_refs: list[BodyRef] = []  # every body the program names, for later scenes
@@ -245,7 +248,7 @@ class Checker:
             self.compare(node)
         elif isinstance(node, Call):
             cls = PREDICATES.get(node.name)
-            if cls is not None and cls.RETURNS == "count":
+            if cls is not None and cls.RETURNS != "bool":
                 self.report("type", f"{node.name}(...) is a number, not a condition; compare it",
                             node.span, hint=f"e.g. {cls.EXAMPLES[0]}")
             self.call(node)
@@ -255,21 +258,32 @@ class Checker:
 
     def compare(self, node: Compare) -> None:
         sides = (node.left, node.right)
-        counts = 0
+        kinds: list[str] = []  # "count" / "distance" of each numeric call
         for side in sides:
-            if isinstance(side, Call) and side.name == "COUNT":
-                counts += 1
+            cls = PREDICATES.get(side.name) if isinstance(side, Call) else None
+            if cls is not None and cls.RETURNS != "bool":
+                kinds.append(cls.RETURNS)
                 self.call(side)
-            elif isinstance(side, Num):
-                if not float(side.value).is_integer():
-                    self.report("type", f"counts are whole numbers; {side.value} can never match", side.span)
-            else:
-                self.report("comparison", f"comparisons take COUNT(...) or a whole number, got {_describe(side)}",
-                            side.span, hint='e.g. COUNT("bounce", {"object": "red ball"}) >= 2')
+            elif not isinstance(side, Num):
+                self.report("comparison", f"comparisons take COUNT(...), DISTANCE(...) or a number, got "
+                            f"{_describe(side)}", side.span,
+                            hint='e.g. COUNT("bounce", {"object": "red ball"}) >= 2')
                 if isinstance(side, Call):
                     self.call(side)
-        if counts == 0 and all(isinstance(s, Num) for s in sides):
-            self.report("comparison", "a comparison needs at least one COUNT(...)", node.span)
+        if not kinds:
+            if all(isinstance(s, Num) for s in sides):
+                self.report("comparison", "a comparison needs a COUNT(...) or a DISTANCE(...)", node.span)
+            return
+        if len(set(kinds)) > 1:
+            self.report("comparison", "a count cannot be compared with a distance", node.span)
+            return
+        if kinds[0] == "count":
+            for side in sides:
+                if isinstance(side, Num) and not float(side.value).is_integer():
+                    self.report("type", f"counts are whole numbers; {side.value} can never match", side.span)
+        elif node.op in ("==", "!="):
+            self.report("comparison", f"distances are measured, not counted: compare them with < <= > >=, "
+                        f"not {node.op}", node.span, hint='e.g. DISTANCE("red ball", "blue ball") <= 5')
 
     def call(self, call: Call, *, as_state: bool = False) -> None:
         cls = PREDICATES.get(call.name)
@@ -314,11 +328,16 @@ class Checker:
         if name in ("NEVER", "ALWAYS") and isinstance(bound.get("what"), Call) and "params" in bound:
             self.report("argument", f"params belong to a pattern; {name}({bound['what'].name}(...)) takes none",
                         bound["params"].span)
-        if name == "TOUCHING":
+        if name == "DISTANCE" and "t" in bound and "window" in bound:
+            self.report("argument", "DISTANCE takes t or window, not both", bound["window"].span)
+        if name in ("TOUCHING", "DISTANCE"):
             a, b = bound.get("a"), bound.get("b")
+            # two members of one class may touch; one named body cannot touch itself
             if (isinstance(a, Str) and isinstance(b, Str) and not is_wildcard(a.value)
+                    and parse_reference(a.value) is None
                     and normalize_text(a.value) == normalize_text(b.value)):
-                self.report("argument", f'a body cannot touch itself ("{a.value}")', call.span)
+                what = "touch itself" if name == "TOUCHING" else "be apart from itself"
+                self.report("argument", f'a body cannot {what} ("{a.value}")', call.span)
 
     # ------------------------------------------------------------ arguments
     def argument(self, cls, a: Arg, node, patterns: dict[str, str | None]) -> str | None:
@@ -428,13 +447,18 @@ class Checker:
             self.report("window", f"{where} starts after it ends ({s} > {e})", node.span)
 
     def body(self, node: Str, where: str) -> None:
+        """A body name, or a class phrase ("green object", "the goal object"), which
+        is fine in every scene (it may name no body there: then no clause on it holds)."""
         self.body_refs.append(BodyRef(node, where))
-        if self.body_set is None:
+        if self.scene is None:
             return
-        if normalize_text(node.value) not in self.body_set:
-            self.report("unknown-body", f'{where}: unknown body "{node.value}"', node.span,
-                        suggestions=[f'"{s}"' for s in close_matches(node.value, self.bodies or [])],
-                        hint=f"bodies in this scene: {_listing(self.bodies or [])}")
+        if normalize_text(node.value) in self.body_set or self.scene.reference(node.value) is not None:
+            return
+        names = self.bodies or []
+        self.report("unknown-body", f'{where}: unknown body "{node.value}"', node.span,
+                    suggestions=[f'"{s}"' for s in close_matches(node.value, names)],
+                    hint=f"bodies in this scene: {_listing(names)}; or a class such as \"green object\", "
+                         "\"the goal object\", \"the agent's ball\", \"any wall\"")
 
 
 MAX_ERRORS = 50  # a program with more is not read further (checking time stays linear in its size)
@@ -446,12 +470,14 @@ class _TooManyErrors(Exception):
         self.span = span
 
 
-def check(program: Program | str, signatures: Any = None, bodies: Sequence[str] | None = None) -> list[DSLError]:
+def check(program: Program | str, signatures: Any = None, bodies: "Sequence[Any] | None" = None) -> list[DSLError]:
     """All problems of ``program`` (text or parsed) as a list of `DSLError`
     (empty when it is fine). ``signatures``: label -> param keys, or an object
     with ``.signatures()`` (a `PatternLibrary`, whose ``.declarations()`` then
-    say which params name bodies); ``bodies``: the scene's body names. Either
-    may be None to skip those checks."""
+    say which params name bodies); ``bodies``: the scene's bodies, as names or
+    as `Body` records (``trace.bodies``; their colours and roles let ``reward
+    check`` say which bodies a class phrase names). Either may be None to skip
+    those checks."""
     if isinstance(program, str):
         try:
             program = parse(program)
@@ -460,14 +486,14 @@ def check(program: Program | str, signatures: Any = None, bodies: Sequence[str] 
     return make_checker(program, signatures, bodies).run()
 
 
-def make_checker(program: Program, signatures: Any = None, bodies: Sequence[str] | None = None) -> Checker:
+def make_checker(program: Program, signatures: Any = None, bodies: "Sequence[Any] | None" = None) -> Checker:
     """A `Checker` of ``program`` against ``signatures`` (see `check`) and ``bodies``;
     ``.run()`` gives the errors, after which ``.body_refs`` lists the bodies it names."""
     return Checker(program, as_signatures(signatures), bodies, as_descriptions(signatures),
                    as_declarations(signatures))
 
 
-def check_bodies(program: Program, refs: Sequence[BodyRef], bodies: Sequence[str]) -> list[DSLError]:
+def check_bodies(program: Program, refs: Sequence[BodyRef], bodies: "Sequence[Any]") -> list[DSLError]:
     """The ``unknown-body`` errors of an already checked program against a
     scene's body names, from the body references its check recorded
     (`Checker.body_refs`): no parsing, no walk of the tree. The same errors

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from simpatterns.dsl.compact import DEFAULT_BUDGET_TOKENS
 from simpatterns.cli_support import EXIT_PARTIAL, err, fail, new_table, one_line, out as console, print_table
 from simpatterns.llm.commands import (
     APIKey,
@@ -64,28 +65,35 @@ def check_cmd(
     library: str = typer.Option("builtin", "--library", "-l", help=LIBRARY_HELP),
     bodies: Optional[str] = typer.Option(None, "--bodies", help="comma-separated body names to check against"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="check body names against this trace (.npz)"),
+    template: Optional[str] = typer.Option(
+        None, "--template", "-t", help="a PHYRE template: list the bodies, roles and colour classes a program "
+        "can name there, and check the program against every shipped variant"),
+    variant: Optional[int] = typer.Option(None, "--variant", help="with --template: only this variant"),
     as_json: bool = typer.Option(False, "--json", help="print errors as JSON lines"),
     canonical: bool = typer.Option(False, "--format", help="print the canonical form of a valid program"),
 ) -> None:
     """Parse and check a program; print every error with its position. Exit 1 on errors."""
-    from simpatterns.dsl import DSLError, check, format_program, parse
+    from simpatterns.dsl import DSLError, DSLErrors, check, format_program, parse
 
     text = _read(program)
-    names: list[str] | None = [b.strip() for b in bodies.split(",") if b.strip()] if bodies else None
+    names: list | None = [b.strip() for b in bodies.split(",") if b.strip()] if bodies else None
     if trace is not None:
-        names = (names or []) + _load_trace(trace).names
+        names = (names or []) + list(_load_trace(trace).bodies)
     lib = _library(library)
+    scenes = _template_scenes(template, variant) if template is not None else []
     try:
         parsed = parse(text, filename=str(program))
         errors = check(parsed, lib, names)
+        if scenes and not errors:
+            errors = _check_scenes(parsed, lib, scenes)
     except DSLError as exc:
         parsed, errors = None, [exc]
+    if scenes and not as_json:
+        _print_scene(scenes[0], parsed)
     if as_json:
         for e in errors:
             typer.echo(json.dumps(e.to_json()))
     elif errors:
-        from simpatterns.dsl import DSLErrors
-
         _print_errors(DSLErrors(errors))
     if errors:
         raise typer.Exit(1)
@@ -94,7 +102,65 @@ def check_cmd(
         typer.echo(format_program(parsed), nl=False)
     elif not as_json:
         n = len(parsed.clauses)
-        console.print(f"ok {program}: {n} clause{'s' if n != 1 else ''}")
+        fits = f"; fits {len(scenes)} variant{'s' if len(scenes) != 1 else ''} of template {template}" if scenes else ""
+        console.print(f"ok {program}: {n} clause{'s' if n != 1 else ''}{fits}")
+
+
+def _template_scenes(template: str, variant: int | None) -> list[tuple[str, list]]:
+    """(label, bodies with the agent's ball) of a template's shipped variants (or one)."""
+    from simpatterns.dsl.synthesize import phyre_scene_bodies
+    from simpatterns.simulators.phyre import get_template
+
+    try:
+        t = get_template(template)
+        variants = range(t.num_variants) if variant is None else [variant]
+        out = [(f"template {t.id} variant {v}", phyre_scene_bodies(f"{t.id}:{v}")) for v in variants]
+    except (LookupError, IndexError, ValueError) as exc:
+        fail(f"--template {template}" + (f" --variant {variant}" if variant is not None else "") + f": {exc}", 2)
+    if not out:
+        fail(f"--template {template}: no shipped variants", 2)
+    return out
+
+
+def _check_scenes(parsed, lib, scenes: list[tuple[str, list]]) -> list:
+    """The body errors of ``parsed`` in each scene, each distinct error once, naming the first scene."""
+    from simpatterns.dsl.program import RewardProgram
+
+    reward = RewardProgram.from_parsed(parsed, lib)
+    seen: dict[tuple, object] = {}
+    for label, body_list in scenes:
+        for e in reward.check_bodies(body_list):
+            key = (e.line, e.column, e.message)
+            if key not in seen:
+                e.message = f"{e.message} (in {label})"
+                seen[key] = e
+    return list(seen.values())
+
+
+def _print_scene(scene: tuple[str, list], parsed) -> None:
+    """The bodies of one scene and what each role and colour phrase names there (fixed layout)."""
+    from simpatterns.dsl.references import Scene
+    from simpatterns.dsl.syntax import Str, walk
+
+    label, body_list = scene
+    sc = Scene(body_list)
+    typer.echo(f"{label}: {len(sc.bodies)} bodies")
+    width = max(len(b.name) for b in sc.bodies)
+    typer.echo(f"  {'body':<{width}}  {'colour':<7} {'shape':<6} role")
+    for b in sc.bodies:
+        typer.echo(f"  {b.name:<{width}}  {b.colour:<7} {b.shape:<6} {b.role}")
+    typer.echo("names by role and colour (any of the bodies listed):")
+    refs = sc.references()
+    width = max(len(r) for r, _ in refs) + 2
+    for phrase, members in refs:
+        typer.echo(f"  {chr(34) + phrase + chr(34):<{width}}  {', '.join(members)}")
+    if parsed is None:
+        return
+    phrases = sorted({n.value for n in walk(parsed.root) if isinstance(n, Str) and sc.reference(n.value) is not None})
+    for phrase in phrases:
+        members = sc.resolve_names(phrase) or ()
+        typer.echo(f'program: "{phrase}" names ' + (", ".join(members) if members else
+                                                      "no body here: clauses about it cannot hold"))
 
 
 def _load_trace(path: Path):
@@ -238,7 +304,7 @@ def compile_cmd(
     prompt: Annotated[str, typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
     prompt_budget: Annotated[int, typer.Option(
-        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = 900,
+        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
     record: Record = None,
     timeout: Timeout = None,
     concurrency: Concurrency = None,

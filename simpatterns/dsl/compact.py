@@ -31,7 +31,7 @@ from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import PREDICATES
 from simpatterns.dsl.printer import format_program
 
-DEFAULT_BUDGET_TOKENS = 900
+DEFAULT_BUDGET_TOKENS = 1200  # the scene's colour and role phrases and lasting patterns take ~830; room for ~3 examples
 MAX_PATTERNS = 5
 MAX_EXAMPLES = 3
 

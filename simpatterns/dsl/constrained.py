@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.checker import as_declarations, as_signatures, body_params_of
+from simpatterns.dsl.references import Scene
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import grammar_text
 from simpatterns.dsl.predicates import PREDICATES
@@ -96,6 +97,9 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
         names = list(dict.fromkeys(b if isinstance(b, str) else b.name for b in bodies))
         if not names:
             raise ValueError("the scene has no bodies")
+        if not all(isinstance(b, str) for b in bodies):  # records: their colour and role phrases too
+            known = {normalize_text(n) for n in names}
+            names += [p for p, members in Scene(bodies).references() if members and normalize_text(p) not in known]
     missing = set(PREDICATES) - set(_BUILDERS)
     if missing:  # a new predicate needs its rule here, or programs could never use it
         raise AssertionError(f"no specialised-grammar rule for predicate(s) {sorted(missing)}")
@@ -142,19 +146,22 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
     if names is not None:
         L.append("body: " + " | ".join(_quoted(b) for b in names))
         # a body never touches itself (the checker's rule) nor is its own NEARBY_AT target (meaningless)
-        touch, near = [], []
+        touch, near, dist = [], [], []
         for k, a in enumerate(names):
             others = [_quoted(b) for b in names if normalize_text(b) != normalize_text(a)]
             L.append(f"other_{k}: " + " | ".join(others) if others else f"other_{k}: {_quoted(a)}")
             touch.append(f'{_quoted(a)} "," (other_{k} | wildcard)' if others else f'{_quoted(a)} "," wildcard')
+            dist.append(f'{_quoted(a)} "," other_{k}')  # DISTANCE names two bodies, no wildcard
             near.append(f'{_quoted(a)} ("," "x" "=" NUM "," "y" "=" NUM' +
                         (f' | "," "target" "=" other_{k})' if others else ")"))
         L.append("touch_pair: " + " | ".join(touch) + ' | wildcard "," body_or_any')
         L.append("nearby_where: " + " | ".join(near))
+        L.append("distance_pair: " + " | ".join(dist))
     else:
         L.append("body: FREE_STRING")
         L.append('touch_pair: body_or_any "," body_or_any')
         L.append('nearby_where: body ("," "x" "=" NUM "," "y" "=" NUM | "," "target" "=" body)')
+        L.append('distance_pair: body "," body')
     L.append("wildcard: " + " | ".join(_quoted(w) for w in WILDCARDS))
     L.append("body_or_any: body | wildcard")
     L.append('body_value: body_or_any | "[" body ("," body)* "]"')
@@ -272,13 +279,21 @@ def _b_nearby(L: list[str]) -> str:
     return "nearby_call"
 
 
+def _b_distance(L: list[str]) -> str:
+    # DISTANCE is a number: it only appears compared with a distance in px (two distinct bodies)
+    L.append(f'distance_call: "DISTANCE" "(" distance_pair ("," "t" "=" FRACTION | "," "window" "=" window)? '
+             f'{_CLOSE}')
+    L.append('distance_cmp: distance_call ("<=" | ">=" | "<" | ">") (POSITIVE | INT)')
+    return "distance_cmp"
+
+
 # One builder per predicate (a new predicate without one fails loudly in specialised_lark).
 _BUILDERS = {
     "AND": _b_and, "OR": _b_or, "NOT": _b_not, "EVENT": _b_event, "COUNT": _b_count,
     "AFTER": _b_order("AFTER"), "BEFORE": _b_order("BEFORE"),
     "FIRST": _b_firstlast("FIRST"), "LAST": _b_firstlast("LAST"),
     "NEVER": _b_never_always("NEVER"), "ALWAYS": _b_never_always("ALWAYS"),
-    "TOUCHING": _b_touching, "NEARBY_AT": _b_nearby,
+    "TOUCHING": _b_touching, "NEARBY_AT": _b_nearby, "DISTANCE": _b_distance,
 }
 
 

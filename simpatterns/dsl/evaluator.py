@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from simpatterns.dsl.checker import bind, check, directed_labels
+from simpatterns.dsl.checker import as_declarations, bind, check, directed_labels
 from simpatterns.dsl.errors import DSLErrors, DSLEvaluationError
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import parse
@@ -32,7 +32,7 @@ from simpatterns.dsl.predicates import (
     Node,
 )
 from simpatterns.dsl.printer import format_expr
-from simpatterns.dsl.runtime import EvalContext, TraceView, Where, failed
+from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
@@ -44,22 +44,28 @@ if TYPE_CHECKING:
 class EvalResult:
     """Success, dense score in [0, 1] (1 exactly when success), one
     `ClauseResult` per top-level clause, and the annotation evaluated
-    (`RewardProgram.evaluate` sets it; not part of the JSON)."""
+    (`RewardProgram.evaluate` sets it; not part of the JSON). ``determined``
+    is False when the rollout stopped before its horizon and the frames it
+    did not simulate could change the verdict (it was computed on the frozen
+    completion: the last frame held; see `simpatterns.dsl.runtime`)."""
 
     success: bool
     score: float
     clauses: list[ClauseResult] = field(default_factory=list)
     annotation: "Annotation | None" = field(default=None, repr=False, compare=False)
+    determined: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"success": self.success, "score": self.score, "clauses": [c.to_json() for c in self.clauses]}
+        return {"success": self.success, "score": self.score, "determined": self.determined,
+                "clauses": [c.to_json() for c in self.clauses]}
 
     def explain_text(self) -> str:
         """Indented per-clause report (what ``simpatterns reward eval --explain`` prints)."""
-        lines = [f"{'SUCCESS' if self.success else 'FAIL'}  score {self.score:.3f}"]
+        lines = [f"{'SUCCESS' if self.success else 'FAIL'}  score {self.score:.3f}"
+                 + ("" if self.determined else "  (undetermined: the rollout stopped before its horizon)")]
 
         def walk(c: ClauseResult, depth: int) -> None:
-            mark = "ok " if c.success else "no "
+            mark = ("ok " if c.success else "no ") if c.determined else ("ok?" if c.success else "no?")
             lines.append(f"{'  ' * depth}{mark}{c.score:.3f}  {c.text}")
             if c.detail:
                 lines.append(f"{'  ' * depth}      {c.detail}")
@@ -72,9 +78,10 @@ class EvalResult:
 
 
 class _Builder:
-    def __init__(self, program: Program, directed: Collection[str]):
+    def __init__(self, program: Program, directed: Collection[str], declarations: Mapping[str, Any] | None = None):
         self.program = program
         self.directed = {normalize_text(d) for d in directed}
+        self.declarations = declarations or {}
         self.patterns: set[str] = set()  # normalised labels of every pattern argument
 
     def where(self, node) -> Where:
@@ -120,16 +127,29 @@ class _Builder:
         out.text = format_expr(call)
         return out
 
+    def _pattern_options(self, label: Any) -> dict[str, Any]:
+        """How a pattern's events are read, from its detector's declarations: whether
+        its pair is ordered, which params name bodies, whether its events last."""
+        if not isinstance(label, str):
+            return {}
+        key = normalize_text(label)
+        decl = self.declarations.get(key)
+        return {"symmetric": key not in self.directed,
+                "body_keys": tuple(decl.body_params) if decl is not None else None,
+                "interval": bool(decl is not None and decl.duration == "interval")}
+
     def _symmetry(self, cls, kwargs: dict) -> None:
-        if not self.directed:
-            return
-        sym = lambda key: not (isinstance(kwargs.get(key), str) and normalize_text(kwargs[key]) in self.directed)
+        def put(arg: str, suffix: str = "") -> None:
+            for k, v in self._pattern_options(kwargs.get(arg)).items():
+                kwargs[k + suffix] = v
+
         if issubclass(cls, After):
-            kwargs["symmetric_first"], kwargs["symmetric_second"] = sym("first"), sym("second")
+            put("first", "_first")
+            put("second", "_second")
         elif issubclass(cls, (Event, Count, First)):
-            kwargs["symmetric"] = sym("pattern")
+            put("pattern")
         elif issubclass(cls, Never):
-            kwargs["symmetric"] = sym("what")
+            put("what")
 
 
 def _needs_trace(node: Any) -> bool:
@@ -154,6 +174,7 @@ class CompiledProgram:
         self.needs_trace = _needs_trace(root)
         self._labels: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self._views: OrderedDict[int, TraceView] = OrderedDict()
+        self._scenes: OrderedDict[int, tuple[Any, SceneView]] = OrderedDict()
         self._last_patterns: list[str] | None = None
         self._last_map: dict[str, str] = {}
 
@@ -184,13 +205,33 @@ class CompiledProgram:
                 self._views.popitem(last=False)
         return v
 
+    def _scene(self, annotation: "Annotation | None") -> SceneView | None:
+        """The bodies an annotation lists (when evaluated without its trace)."""
+        if annotation is None or annotation.bodies is None:
+            return None
+        hit = self._scenes.get(id(annotation))
+        if hit is None or hit[0] is not annotation.bodies:
+            hit = (annotation.bodies, SceneView(annotation.bodies))
+            self._scenes[id(annotation)] = hit
+            if len(self._scenes) > self._CACHE:
+                self._scenes.popitem(last=False)
+        return hit[1]
+
     # ---------------------------------------------------------- evaluation
     def context(self, annotation: "Annotation | None", trace: "Trace | None" = None) -> EvalContext:
         if annotation is None and trace is None:
             raise TypeError("evaluate needs an annotation (and a trace for NEARBY_AT/TOUCHING)")
         if trace is not None and trace.num_frames == 0:
             raise DSLEvaluationError("empty-trace", "the trace has no frames", filename=self.program.filename)
-        return EvalContext(annotation, self._view(trace), self._label_map(annotation))
+        view = self._view(trace)
+        return EvalContext(annotation, view, self._label_map(annotation),
+                           None if view is not None else self._scene(annotation))
+
+    @staticmethod
+    def _determined(ctx: EvalContext, nodes: Sequence[Node]) -> list[bool]:
+        if ctx.complete:
+            return [True] * len(nodes)
+        return [n.determined(ctx) for n in nodes]
 
     def evaluate(self, annotation: "Annotation | None", trace: "Trace | None" = None,
                  explain: bool = False) -> EvalResult:
@@ -201,13 +242,16 @@ class CompiledProgram:
             clauses = [n.explain(ctx) for n in self.clause_nodes]
         else:
             clauses = []
-            for node, text in zip(self.clause_nodes, self.clause_texts):
+            for node, text, det in zip(self.clause_nodes, self.clause_texts, self._determined(ctx, self.clause_nodes)):
                 ok, score = node.eval(ctx)
-                clauses.append(ClauseResult(text, ok, score))
+                clauses.append(ClauseResult(text, ok, score, determined=det))
         ok = all(c.success for c in clauses)
+        # the verdict stands when every clause's does, or when one clause certainly fails
+        determined = all(c.determined for c in clauses) or any(c.determined and not c.success for c in clauses)
         if ok:
-            return EvalResult(True, 1.0, clauses)
-        return EvalResult(False, failed(sum(c.score for c in clauses) / len(clauses)), clauses)
+            return EvalResult(True, 1.0, clauses, determined=determined)
+        return EvalResult(False, failed(sum(c.score for c in clauses) / len(clauses)), clauses,
+                          determined=determined)
 
     def score(self, annotation: "Annotation | None", trace: "Trace | None" = None) -> tuple[bool, float]:
         """Only (success, score): the fastest path, for optimisers."""
@@ -245,13 +289,16 @@ def compile_program(program: Program | str, directed: Collection[str] | None = N
     errors = check(program)
     if errors:
         raise DSLErrors(errors)
-    return build(program, directed_labels(library) if directed is None else directed)
+    return build(program, directed_labels(library) if directed is None else directed, as_declarations(library))
 
 
-def build(program: Program, directed: Collection[str]) -> CompiledProgram:
+def build(program: Program, directed: Collection[str], declarations: Mapping[str, Any] | None = None
+          ) -> CompiledProgram:
     """Compile a program that has been checked (the compiler trusts it);
-    ``directed``: the labels whose ``_a``/``_b`` params are ordered."""
-    builder = _Builder(program, directed)
+    ``directed``: the labels whose ``_a``/``_b`` params are ordered;
+    ``declarations``: label -> `Declarations` (body params, durations), none
+    known when None (every pattern is then an instant with the default body params)."""
+    builder = _Builder(program, directed, declarations)
     root = builder.build(program.root)
     return CompiledProgram(program, root, builder.patterns)
 

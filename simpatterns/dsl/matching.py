@@ -14,21 +14,25 @@
   the green ball", unless the pattern is directed: its detector declares
   ``DIRECTED = True`` (read from the library the program is compiled with),
   or it is among the ``directed`` labels given when compiling.
+- Body params (the keys a pattern's detector declares in ``BODY_PARAMS``;
+  ``object`` and ``object_*`` by default) may name bodies by colour class or
+  role (``"green object"``, ``"the goal object"``, see
+  `simpatterns.dsl.references`): such a value stands for any of the bodies it
+  resolves to in the scene evaluated, as a list of alternatives would.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from simpatterns.annotation import normalize_label
+from simpatterns.detectors.contract import is_default_body_param
+from simpatterns.dsl.references import is_wildcard, parse_reference
 
 MISSING = object()
 
-_WILDCARD_WORDS = frozenset({"*", "any", "anything", "any object", "any body", "anybody", "something"})
-_PLACEHOLDER = re.compile(r"^(object|body|thing|obj) [a-z]$|^\?[a-z0-9_ ]+$")
 _NORM_CACHE: dict[str, str] = {}
 
 
@@ -41,11 +45,6 @@ def normalize_text(s: str) -> str:
         if len(_NORM_CACHE) < 100_000:
             _NORM_CACHE[s] = out
     return out
-
-
-def is_wildcard(s: str) -> bool:
-    n = normalize_text(s)
-    return n in _WILDCARD_WORDS or bool(_PLACEHOLDER.match(n))
 
 
 class _Wildcard:
@@ -140,12 +139,22 @@ def swapped_key(key: str) -> str | None:
 
 class ParamMatcher:
     """Callable ``event params -> bool`` for one program params dict (see the
-    module doc)."""
+    module doc). ``refs`` are the class phrases among its body params, which
+    `bind` resolves in a scene before it matches anything."""
 
-    __slots__ = ("items", "tests", "swapped", "key", "__weakref__")
+    __slots__ = ("raw", "symmetric", "body_keys", "refs", "items", "tests", "swapped", "key", "__weakref__")
 
-    def __init__(self, constraints: Mapping[str, Any] | None, symmetric: bool = True):
-        cons = {k: canonical_constraint(v) for k, v in (constraints or {}).items()}
+    def __init__(self, constraints: Mapping[str, Any] | None, symmetric: bool = True,
+                 body_keys: Collection[str] | None = None):
+        self.raw = dict(constraints or {})
+        self.symmetric = symmetric
+        self.body_keys = frozenset(body_keys) if body_keys is not None else None
+        self.refs = frozenset(
+            s for k, v in self.raw.items() if self._is_body_key(k)
+            for s in (v if isinstance(v, (list, tuple)) else (v,))
+            if isinstance(s, str) and parse_reference(s) is not None
+        )
+        cons = {k: canonical_constraint(v) for k, v in self.raw.items()}
         self.items: tuple[tuple[str, Any], ...] = tuple(cons.items())
         self.tests = tuple((k, _compile_test(c)) for k, c in cons.items())
         self.swapped: tuple[tuple[str, Callable[[Any], bool]], ...] | None = None
@@ -170,6 +179,30 @@ class ParamMatcher:
     @property
     def empty(self) -> bool:
         return not self.items
+
+    def _is_body_key(self, key: str) -> bool:
+        return key in self.body_keys if self.body_keys is not None else is_default_body_param(key)
+
+    def bind(self, resolve: Callable[[str], Sequence[str] | None]) -> "ParamMatcher":
+        """This matcher with each class phrase replaced by the body names ``resolve``
+        gives it in a scene (none: it matches no event); itself when it has none."""
+        if not self.refs:
+            return self
+
+        def one(v: Any) -> list[Any]:
+            names = resolve(v) if isinstance(v, str) and v in self.refs else None
+            return [v] if names is None else list(names)
+
+        bound: dict[str, Any] = {}
+        for k, v in self.raw.items():
+            if not self._is_body_key(k):
+                bound[k] = v
+            elif isinstance(v, (list, tuple)):
+                bound[k] = tuple(x for item in v for x in one(item))
+            else:
+                alts = one(v)
+                bound[k] = alts[0] if len(alts) == 1 else tuple(alts)
+        return ParamMatcher(bound, self.symmetric, self.body_keys)
 
 
 MatchFn = Callable[[Mapping[str, Any]], bool]

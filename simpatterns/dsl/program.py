@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 
-from simpatterns.dsl.checker import BodyRef, check_bodies, directed_labels, make_checker
+from simpatterns.dsl.checker import BodyRef, as_declarations, check_bodies, directed_labels, make_checker
 from simpatterns.dsl.errors import DSLError, DSLErrors
 from simpatterns.dsl.evaluator import CompiledProgram, EvalResult, build
 from simpatterns.dsl.matching import normalize_text
@@ -66,7 +66,7 @@ class RewardProgram:
         self._needed: "PatternLibrary | None" = None
 
     @classmethod
-    def from_text(cls, text: str, signatures: Any = None, bodies: Sequence[str] | None = None,
+    def from_text(cls, text: str, signatures: Any = None, bodies: "Sequence[Any] | None" = None,
                   filename: str = "<program>", directed: Collection[str] | None = None) -> "RewardProgram":
         """Parse, check (against ``signatures``/``bodies`` when given) and compile.
         ``signatures`` is a `PatternLibrary` (or a mapping label -> param keys);
@@ -80,18 +80,19 @@ class RewardProgram:
         return cls.from_parsed(program, signatures, bodies, directed)
 
     @classmethod
-    def from_parsed(cls, program: Program, signatures: Any = None, bodies: Sequence[str] | None = None,
+    def from_parsed(cls, program: Program, signatures: Any = None, bodies: "Sequence[Any] | None" = None,
                     directed: Collection[str] | None = None) -> "RewardProgram":
         """Check and compile a parsed `Program` (see `from_text`)."""
         checker = make_checker(program, signatures, bodies)
         errors = checker.run()
         if errors:
             raise DSLErrors(errors)
-        compiled = build(program, directed_labels(signatures) if directed is None else directed)
+        compiled = build(program, directed_labels(signatures) if directed is None else directed,
+                         as_declarations(signatures))
         return cls(program.source, program, compiled, library=signatures, body_refs=checker.body_refs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, signatures: Any = None, bodies: Sequence[str] | None = None,
+    def load(cls, path: str | os.PathLike, signatures: Any = None, bodies: "Sequence[Any] | None" = None,
              directed: Collection[str] | None = None) -> "RewardProgram":
         """Read a ``.rwd`` file (program text, ``#`` comments allowed)."""
         path = Path(path)

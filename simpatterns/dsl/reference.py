@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-from simpatterns.dsl import matching, runtime
+from simpatterns.dsl import matching, predicates, references, runtime
 from simpatterns.dsl.checker import KIND_SHORT, signature_text
 from simpatterns.dsl.parser import grammar_text
 from simpatterns.dsl.predicates import KIND_DOCS, PREDICATES, Comparison, Node
@@ -19,12 +19,22 @@ GROUPS = (
     ("Events and counts", ("EVENT", "COUNT")),
     ("Logic", ("AND", "OR", "NOT")),
     ("Time and order", ("AFTER", "BEFORE", "FIRST", "LAST", "NEVER", "ALWAYS")),
-    ("State at a time (trace)", ("TOUCHING", "NEARBY_AT")),
+    ("State at a time (trace)", ("TOUCHING", "NEARBY_AT", "DISTANCE")),
 )
 
 
 def _doc(obj) -> str:
     return inspect.cleandoc(obj.__doc__ or "")
+
+
+def _paragraphs(text: str) -> str:
+    """Paragraphs re-flowed onto single lines (tables and lists kept as written)."""
+    out = []
+    for para in text.strip().split("\n\n"):
+        lines = para.splitlines()
+        keep = any(ln.lstrip().startswith(("|", "- ")) for ln in lines)
+        out.append(para if keep else " ".join(para.split()))
+    return "\n\n".join(out)
 
 
 def _section(doc: str) -> str:
@@ -98,11 +108,19 @@ underscores. Grammar (Lark):
 
 ## Time
 
-{" ".join(_section(_doc(runtime)).split())}
+{_paragraphs(_section(_doc(runtime)))}
+
+## Events with duration
+
+{_paragraphs(predicates.DURATION_RULE)}
 
 ## Params
 
 {_section(_doc(matching))}
+
+## Naming bodies
+
+{_section(_doc(references))}
 
 ## Scoring
 
@@ -115,11 +133,21 @@ exactly when it succeeds; a failing node scores at most {runtime.PARTIAL_MAX}.
 - One clause per condition of the goal, under one top-level AND: each clause
   earns its own partial credit.
 - Use only the library's pattern labels with their param keys, and the
-  scene's body names; a wildcard such as "object X" stands for any body.
+  scene's body names or a colour/role phrase ("green object", "the goal
+  object"); a wildcard such as "object X" stands for any body.
 - "X never happens" is NEVER(...); "Y after X" is AFTER(X, Y); "X before Y
   ever happens" is BEFORE(X, Y); "at the end" is t=1.0; "within the first
   20%" is window=(0, 0.2); "exactly once" is COUNT(...) == 1.
+- Count touches with "touch start" (contacts that flicker apart for a frame
+  or two are one touch, as people count them); "collision start" counts
+  every raw contact start. "Never touches" is NEVER(TOUCHING(a, b)).
+- "Stopped moving" / "comes to rest" is the "comes to rest" pattern (its
+  surface param says what it rests on); "very close" is a DISTANCE between
+  surfaces, e.g. DISTANCE(a, b, window=(0.4, 0.6)) <= 5.
+- Name bodies as the goal does: "the green object" is "green object" (any
+  green body, whatever its shape), "the goal object", "the agent's ball";
+  a class runs on every scene.
 - Prefer dense clauses where the goal allows: NEARBY_AT for places, COUNT
-  comparisons for numbers of events.
+  comparisons for numbers of events, DISTANCE comparisons for nearness.
 
 {predicate_reference()}"""

@@ -1,13 +1,28 @@
 """What a compiled program reads while it runs: the annotation indexed by
-pattern and params, rollout-fraction windows, and the trace's bodies,
-positions and contacts. One `EvalContext` per evaluated (annotation, trace).
+pattern and params, windows on the episode's horizon, and the trace's
+bodies, positions and contacts. One `EvalContext` per evaluated (annotation,
+trace).
 
-Frame ``f`` of a rollout with ``T`` frames is at fraction ``f / (T -
-1)``; ``t=1.0`` is the last frame and ``t`` maps to ``round(t * (T - 1))``.
-A window ``(start, end)`` holds the frames whose fraction lies in
-``[start, end]`` (both ends included). A narrow window on a short rollout
-may hold no frame: events and counts then see nothing, and ALWAYS / NEVER
-hold vacuously.
+Time is measured on the episode, not on the stored rollout: an episode of
+``H`` frames (its horizon: ``trace.meta["horizon"]``, PHYRE's 1001 frames of
+1000 steps; the stored frames when the trace does not say) runs from
+fraction 0 (frame 0) to 1 (frame ``H - 1``); ``t`` maps to frame
+``round(t (H - 1))``. A window ``(start, end)`` holds the frames whose
+fraction lies in ``[start, end]`` (both ends included). So a rollout that
+stopped at success and the same rollout run in full give every frame the
+same time. A narrow window may hold no frame: events and counts then see
+nothing, and ALWAYS / NEVER hold vacuously.
+
+After an early stop, the frames between the last stored one and the
+horizon were never simulated. What is known about them is what the trace
+says (`simpatterns.trace.Episode`): after a stop at success, the success
+pair keeps touching; after a "settled" stop, nothing moves and no contact
+changes; nothing else. A program is evaluated on the *frozen* completion
+(the last stored frame holds to the horizon: its positions and contacts,
+and the interval events running at it; no new event starts), which is
+exact for what is known; a verdict that another completion could change is
+marked *undetermined* (`EvalResult.determined`), and the explanation names
+the frames that were not simulated.
 """
 
 from __future__ import annotations
@@ -19,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simpatterns.dsl.errors import DSLEvaluationError, close_matches, error_at
-from simpatterns.dsl.matching import normalize_text
+from simpatterns.dsl.matching import ParamMatcher, normalize_text
+from simpatterns.dsl.references import Scene
+from simpatterns.trace import STOPPED_SETTLED, STOPPED_SUCCESS, Episode
 
 if TYPE_CHECKING:
     from simpatterns.annotation import Annotation, EventList
@@ -28,6 +45,11 @@ if TYPE_CHECKING:
 PARTIAL_MAX = 0.999999  # a node that fails never scores above this, so score == 1 <=> success
 FRACTION_EPS = 1e-9
 DEFAULT_RADIUS_FRACTION = 0.05  # NEARBY_AT radius: 5% of the world's larger side
+# patterns whose events are a pair starting or stopping touching: after a stop at success none
+# involves the success pair, after a settled stop none happens at all
+CONTACT_PATTERNS = frozenset({"collision start", "collision end", "touch start", "touch end"})
+
+Span = tuple[int, int, int]  # (start, end in the frozen completion, end as stored), frames inclusive
 
 
 def inverse_log(x: float) -> float:
@@ -59,16 +81,55 @@ class Where:
                         hint=hint, cls=DSLEvaluationError)  # type: ignore[return-value]
 
 
-class TraceView:
-    """Per-trace lookups shared by all evaluations of that trace (cached by the
-    compiled program): normalised body names and the default NEARBY_AT radius."""
+class SceneView:
+    """A scene's bodies (names, colours, shapes, roles) and the param matchers bound to
+    it, shared by the evaluations of one trace or annotation (cached by the compiled program)."""
 
-    __slots__ = ("trace", "index", "names", "radius", "_radii", "_bodies", "_contacts")
+    __slots__ = ("scene", "names", "_bound", "_bodies")
+
+    def __init__(self, bodies):
+        self.scene = Scene(bodies)
+        self.names = self.scene.names
+        self._bound: dict[Any, ParamMatcher] = {}
+        self._bodies: dict[str, tuple[int, ...]] = {}
+
+    def bodies(self, name: str, where: Where) -> tuple[int, ...]:
+        """Indices of the bodies ``name`` names here: one for a name, the members of a
+        class phrase ("green object", "the goal object"; possibly none). Raises
+        ``unknown-body`` when it is neither."""
+        out = self._bodies.get(name)
+        if out is not None:
+            return out
+        out = self.scene.resolve(name)
+        if out is None:
+            raise where.error(
+                "unknown-body", f'the trace has no body "{name}"',
+                suggestions=[f'"{s}"' for s in close_matches(name, self.names)],
+                hint=f"bodies are {', '.join(self.names)}",
+            )
+        self._bodies[name] = out
+        return out
+
+    def bind(self, matcher: ParamMatcher) -> ParamMatcher:
+        """``matcher`` with its class phrases resolved to this scene's body names."""
+        out = self._bound.get(matcher.key)
+        if out is None:
+            out = matcher.bind(self.scene.resolve_names)
+            self._bound[matcher.key] = out
+        return out
+
+
+class TraceView(SceneView):
+    """Per-trace lookups shared by all evaluations of that trace (cached by the
+    compiled program): the scene's bodies (names, colour classes, roles), the
+    default NEARBY_AT radius, contact columns and bound param matchers."""
+
+    __slots__ = ("trace", "radius", "episode", "_radii", "_contacts", "_geometry")
 
     def __init__(self, trace: "Trace"):
+        super().__init__(trace.bodies)
         self.trace = trace
-        self.names = list(trace.names)
-        self.index = {normalize_text(n): i for i, n in enumerate(self.names)}
+        self.episode = trace.episode
         world = trace.meta.get("world_size") if isinstance(trace.meta, dict) else None
         extent = 0.0
         try:
@@ -80,8 +141,8 @@ class TraceView:
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
         self._radii: np.ndarray | None = None
-        self._bodies: dict[str, int] = {}
         self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._geometry: Any = None
 
     def contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Contact columns (frame, a, b) in frame order: the trace's own arrays
@@ -108,31 +169,20 @@ class TraceView:
             self._radii = np.array([b.bounding_radius for b in self.trace.bodies], dtype=float)
         return self._radii
 
-    def body(self, name: str, where: Where) -> int:
-        i = self._bodies.get(name)
-        if i is not None:
-            return i
-        i = self.index.get(normalize_text(name))
-        if i is None:
-            raise where.error(
-                "unknown-body", f'the trace has no body "{name}"',
-                suggestions=[f'"{s}"' for s in close_matches(name, self.names)],
-                hint=f"bodies are {', '.join(self.names)}",
-            )
-        self._bodies[name] = i
-        return i
+    def geometry(self):
+        """The bodies' outlines, for surface distances (`simpatterns.dsl.geometry`), built once."""
+        if self._geometry is None:
+            from simpatterns.dsl.geometry import Outlines
 
-    def frame(self, t: float) -> int:
-        n = self.trace.num_frames
-        return min(n - 1, max(0, int(round(t * (n - 1)))))
-
-    def window(self, w: tuple[float, float]) -> tuple[int, int]:
-        return window_frames(w, self.trace.num_frames)
+            self._geometry = Outlines(self.trace)
+        return self._geometry
 
 
-def window_frames(w: tuple[float, float] | None, num_frames: int) -> tuple[int, int]:
-    """Inclusive frame range ``(lo, hi)`` of a fraction window (empty if lo > hi)."""
-    last = num_frames - 1
+
+def window_frames(w: tuple[float, float] | None, horizon: int) -> tuple[int, int]:
+    """Inclusive frame range ``(lo, hi)`` of a fraction window on an episode of
+    ``horizon`` frames (empty if lo > hi)."""
+    last = horizon - 1
     if w is None:
         return 0, last
     lo = max(0, math.ceil(w[0] * last - FRACTION_EPS))
@@ -141,64 +191,143 @@ def window_frames(w: tuple[float, float] | None, num_frames: int) -> tuple[int, 
 
 
 class EvalContext:
-    """One evaluation: memoised event frames per (pattern, params), windows,
-    and the trace view."""
+    """One evaluation: the episode (simulated frames and horizon), memoised
+    event spans per (pattern, params), windows, and the trace view."""
 
-    __slots__ = ("annotation", "trace", "view", "num_frames", "labels", "memo")
+    __slots__ = ("annotation", "trace", "view", "scene", "num_frames", "horizon", "last", "episode", "labels",
+                 "memo")
 
-    def __init__(self, annotation: "Annotation | None", view: TraceView | None, labels: dict[str, str]):
+    def __init__(self, annotation: "Annotation | None", view: TraceView | None, labels: dict[str, str],
+                 scene: SceneView | None = None):
         self.annotation = annotation
         self.view = view
+        self.scene = view if view is not None else scene  # the bodies: the trace's, else the annotation's
         self.trace = view.trace if view is not None else None
-        if annotation is not None:
-            self.num_frames = int(annotation.num_frames)
-        elif view is not None:
-            self.num_frames = view.trace.num_frames
+        if view is not None:
+            episode = view.episode
+        elif annotation is not None:
+            episode = annotation.episode or Episode(int(annotation.num_frames), int(annotation.num_frames))
+            if episode.frames != annotation.num_frames:
+                episode = Episode(int(annotation.num_frames), episode.horizon, episode.stopped, episode.goal)
         else:
-            self.num_frames = 0
+            episode = Episode(0, 0)
+        self.episode = episode
+        self.num_frames = episode.frames
+        self.horizon = max(episode.horizon, episode.frames)
+        self.last = episode.frames - 1
         self.labels = labels
         self.memo: dict[Any, Any] = {}
 
+    # ---------------------------------------------------------------- time
+    @property
+    def complete(self) -> bool:
+        """Every frame of the episode was simulated."""
+        return self.horizon <= self.num_frames
+
+    def frame(self, t: float) -> int:
+        """The episode frame at fraction ``t``."""
+        last = self.horizon - 1
+        return min(last, max(0, int(round(t * last))))
+
+    def window(self, w: tuple[float, float] | None) -> tuple[int, int]:
+        return window_frames(w, self.horizon)
+
+    def is_open(self, lo: int, hi: int) -> bool:
+        """True when frames ``lo..hi`` include frames that were never simulated."""
+        return lo <= hi and hi > self.last
+
+    def fraction(self, frame: int) -> float:
+        return frame / (self.horizon - 1) if self.horizon > 1 else 0.0
+
+    @property
+    def settled(self) -> bool:
+        """The rollout stopped because nothing moved: its last frame holds to the horizon."""
+        return not self.complete and self.episode.stopped == STOPPED_SETTLED
+
+    def goal_pair(self) -> tuple[int, int] | None:
+        """Body indices of the pair known to keep touching after a stop at success."""
+        if self.complete or self.episode.stopped != STOPPED_SUCCESS or len(self.episode.goal) != 2 or \
+                self.scene is None:
+            return None
+        idx = [self.scene.scene.index.get(normalize_text(n)) for n in self.episode.goal]
+        return (idx[0], idx[1]) if None not in idx else None  # type: ignore[return-value]
+
+    def unsimulated(self) -> str:
+        """Why some frames are unknown, for explanations."""
+        why = {STOPPED_SUCCESS: "it stopped at success: only the success pair's contact is known after that",
+               STOPPED_SETTLED: "it stopped when everything was at rest"}.get(self.episode.stopped or "",
+                                                                             "nothing is known about them")
+        return (f"undetermined: frames {self.num_frames}-{self.horizon - 1} of the episode were not simulated "
+                f"({why}); this verdict assumes the last frame held")
+
+    # -------------------------------------------------------------- events
     def events(self, label: str, where: Where) -> "EventList":
         """Pattern events ``(frame, params)`` of a (normalised) label, in frame order."""
         if self.annotation is None:
             raise where.error("needs-annotation", "this predicate reads pattern events; pass an annotation")
         return self.annotation.events_of(self.labels.get(label, label))
 
-    def frames(self, label: str, matcher, where: Where) -> list[int]:
-        """Frames (one per matching event, sorted) of ``label`` events whose
+    def bind(self, matcher: ParamMatcher, where: Where) -> ParamMatcher:
+        """The matcher resolved in this scene (class phrases need the trace's bodies)."""
+        if not matcher.refs:
+            return matcher
+        if self.scene is None:
+            raise where.error("needs-trace", f"{', '.join(sorted(matcher.refs))} name bodies by colour or role; "
+                              "pass the trace, or an annotation that lists its bodies",
+                              hint="evaluate(annotation, trace=trace)")
+        return self.scene.bind(matcher)
+
+    def frames(self, label: str, matcher: ParamMatcher, where: Where) -> list[int]:
+        """Start frames (one per matching event, sorted) of ``label`` events whose
         params satisfy ``matcher``; memoised per (label, params)."""
         key = (label, matcher.key)
         out = self.memo.get(key)
         if out is None:
+            m = self.bind(matcher, where)
             evs = self.events(label, where)
-            out = [f for f, _ in evs] if matcher.empty else [f for f, p in evs if matcher(p)]
+            out = [f for f, _ in evs] if m.empty else [f for f, p in evs if m(p)]
             self.memo[key] = out
         return out
 
-    def intervals(self, label: str, matcher, where: Where) -> list[tuple[int, int]]:
-        """Inclusive frame intervals of matching events: an event with a
-        whole-number ``frames`` param lasts that many frames, others one."""
-        key = ("intervals", label, matcher.key)
+    def spans(self, label: str, matcher: ParamMatcher, where: Where) -> list[Span]:
+        """``(start, end, stored end)`` of the matching events of an interval pattern
+        (declared ``DURATION = "interval"``: its ``frames`` param says how long); an
+        interval running at the last simulated frame lasts to the horizon in the
+        frozen completion. Memoised per (label, params)."""
+        key = ("spans", label, matcher.key)
         out = self.memo.get(key)
         if out is None:
+            m = self.bind(matcher, where)
             out = []
+            extend = self.horizon - 1 if not self.complete else None
             for f, p in self.events(label, where):
-                if matcher.empty or matcher(p):
+                if m.empty or m(p):
                     n = p.get("frames", 1)
                     length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
-                    out.append((f, f + length - 1))
+                    end = f + length - 1
+                    out.append((f, extend if extend is not None and end >= self.last else end, end))
             self.memo[key] = out
         return out
 
-    def window(self, w: tuple[float, float] | None) -> tuple[int, int]:
-        return window_frames(w, self.num_frames)
-
-    def in_window(self, frames: list[int], w: tuple[float, float] | None) -> list[int]:
-        if w is None or not frames:
-            return frames
-        lo, hi = window_frames(w, self.num_frames)
-        return frames[bisect_left(frames, lo) : bisect_right(frames, hi)]
+    def may_start(self, label: str, matcher: ParamMatcher, where: Where) -> bool:
+        """Could a matching event start in the frames that were never simulated?"""
+        if self.complete:
+            return False
+        if label not in CONTACT_PATTERNS:
+            return True
+        if self.settled:
+            return False
+        pair = self.goal_pair()
+        if pair is None or self.scene is None:
+            return True
+        m = self.bind(matcher, where)
+        names = self.scene.names
+        goal = {names[pair[0]], names[pair[1]]}
+        for i, a in enumerate(names):  # only the success pair is known not to start or stop touching
+            for b in names[i + 1:]:
+                if {a, b} != goal and (m({"object_a": a, "object_b": b}) or m({"object_a": b, "object_b": a})):
+                    return True
+        return False
 
     def need_view(self, where: Where, what: str) -> TraceView:
         if self.view is None:
@@ -206,5 +335,9 @@ class EvalContext:
                               hint="evaluate(annotation, trace=trace)")
         return self.view
 
-    def fraction(self, frame: int) -> float:
-        return frame / (self.num_frames - 1) if self.num_frames > 1 else 0.0
+
+def in_window(frames: list[int], lo: int, hi: int) -> list[int]:
+    """The sorted ``frames`` within ``[lo, hi]``."""
+    if not frames:
+        return frames
+    return frames[bisect_left(frames, lo): bisect_right(frames, hi)]

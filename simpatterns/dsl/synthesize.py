@@ -158,18 +158,23 @@ def _signatures_and_descriptions(library: Any, descriptions: Mapping[str, str] |
 def library_text(library: Any, descriptions: Mapping[str, str] | None = None) -> str:
     """The pattern library as the prompt lists it: label, params, description."""
     sigs, descs = _signatures_and_descriptions(library, descriptions)
+    decl = library.declarations() if callable(getattr(library, "declarations", None)) else {}
     lines = ["# Pattern library", "",
-             "Patterns the annotated trace can contain (label, the param keys each event carries, meaning):", ""]
+             "Patterns the annotated trace can contain (label, the param keys each event carries, whether its "
+             "events last, meaning):", ""]
     for label in sorted(sigs):
         params = ", ".join(sigs[label]) or "none"
+        d = decl.get(label)
+        lasts = "; lasts `frames` frames" if d is not None and getattr(d, "duration", "") == "interval" else ""
         desc = " ".join(descs.get(label, "").split())
-        lines.append(f'- "{label}" (params: {params})' + (f": {desc}" if desc else ""))
+        lines.append(f'- "{label}" (params: {params}{lasts})' + (f": {desc}" if desc else ""))
     return "\n".join(lines)
 
 
 def scene_text(bodies: Sequence[Any]) -> str:
     """The scene's bodies; ``bodies`` are names or `Body` records (name, color, shape, dynamic, role)."""
-    lines = ["# Scene", "", "Bodies in this scene (refer to them by these exact names):", ""]
+    lines = ["# Scene", "", "Bodies in this scene (refer to them by these exact names, or by colour or role: "
+             '"green object", "the goal object", "the agent\'s ball"):', ""]
     for b in bodies:
         if isinstance(b, str):
             lines.append(f'- "{b}"')

@@ -35,9 +35,11 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     Reset checks the program's body names against the scene's (``info
     ["bodies"]``) and raises ValueError naming the scene when one is
     missing. The step's ``info`` gains ``trace``, ``annotation`` (what the
-    program read), ``is_success`` (the program's success), ``program_score``
-    and one ``reward/<clause>`` key per top-level clause; the environment's
-    own success stays in ``info["task_success"]``. ``terminate_on_success``
+    program read), ``is_success`` (the program's success), ``program_score``,
+    ``program_determined`` (False when the rollout stopped at success before
+    its horizon and the frames it skipped could change the verdict) and one
+    ``reward/<clause>`` key per top-level clause; the environment's own
+    success stays in ``info["task_success"]``. ``terminate_on_success``
     also ends the episode when the program succeeds (for multi-step
     environments such as the rope's; the environment's own termination
     stands either way).
@@ -90,7 +92,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         trace = info.get("trace")
         info.setdefault("task_success", info.get("is_success", False))
         if trace is None:  # an invalid action: nothing was simulated
-            info.update(annotation=None, is_success=False, program_score=0.0)
+            info.update(annotation=None, is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
             return obs, 0.0, terminated, truncated, info
         if not self._scene_checked:
@@ -100,6 +102,9 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info["annotation"] = result.annotation
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
+        # False when the rollout stopped before its horizon and the frames it did not simulate could
+        # change the verdict (run the environment with stop_on_success=False to simulate them)
+        info["program_determined"] = bool(result.determined)
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
         reward = float(result.score) if self.reward_kind == "score" else float(result.success)
         terminated = terminated or (self.terminate_on_success and bool(result.success))

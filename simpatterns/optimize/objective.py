@@ -114,11 +114,17 @@ class Objective:
         return float(score), bool(ok), goal_ok
 
     def evaluate(self, action: Sequence[float]) -> Evaluation:
-        """Simulate and score one action; an invalid action scores 0."""
+        """Simulate and score one action; an invalid action scores 0. A rollout that stopped
+        at success is simulated on to its horizon when the program's verdict needs the frames
+        it skipped (`EvalResult.determined`)."""
         a = [float(v) for v in action]
         trace = self.rollout(a)
         if trace is None:
             return Evaluation(a, 0.0, False, False, 0)
+        if (self.reward in ("score", "success") and trace.num_frames < trace.horizon
+                and not self.reward_program.evaluate(None, trace).determined):
+            trace = simulate(self.scene, a, max_steps=self.max_steps, stop_on_success=False,
+                             stop_when_settled=self.stop_when_settled).trace
         score, ok, goal_ok = self.score_trace(trace)
         return Evaluation(a, score, ok, goal_ok, trace.num_frames)
 

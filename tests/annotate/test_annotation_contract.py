@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import get_template, simulate
 
 # Written by the implementation that stored the flat, sorted event list (before events were
-# stored per pattern), for the trace below with timings set to 0: the format must not change.
+# stored per pattern), for the trace below with timings set to 0, with the library of then: the
+# format must not change, except for the header's "episode" (the rollout's horizon) and "bodies"
+# (their names, colours and roles), added since.
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "annotation_t00000_v3.jsonl"
 
 
@@ -23,18 +26,28 @@ REFERENCE = Path(__file__).resolve().parents[1] / "data" / "annotation_t00000_v3
 def reference_case():
     t = get_template("00000")
     trace = simulate(t.variant_scene(3), np.array([0.508, 0.780, 0.251])).trace
-    lib = PatternLibrary.builtin()
+    labels = json.loads(REFERENCE.read_text().splitlines()[0])["patterns"]
+    lib = PatternLibrary.builtin().subset(labels)
     ann = annotate(trace, lib, trace_id="t00000_v3")
     ann.timings = {k: 0.0 for k in ann.patterns}
     return trace, lib, ann
 
 
 def test_save_is_byte_identical_to_the_flat_format(reference_case, tmp_path):
-    _, _, ann = reference_case
-    assert ann.save(tmp_path / "a.jsonl").read_bytes() == REFERENCE.read_bytes()
+    trace, _, ann = reference_case
+    saved = ann.save(tmp_path / "a.jsonl").read_text().splitlines()
+    reference = REFERENCE.read_text().splitlines()
+    header = json.loads(saved[0])
+    assert header.pop("episode") == trace.episode.to_json() == {
+        "frames": 770, "horizon": 1001, "stopped": "success", "goal": ["green ball", "blue ball"]}
+    assert header.pop("bodies")[-1] == {"name": "red ball", "color": "red", "shape": "ball", "dynamic": True,
+                                        "role": "agent"}
+    assert json.dumps(header) == reference[0] and saved[1:] == reference[1:]
     loaded = Annotation.load(REFERENCE)
-    assert loaded.equals(ann) and loaded.patterns == ann.patterns
+    assert loaded.equals(ann) and loaded.patterns == ann.patterns and loaded.episode is None
     assert loaded.save(tmp_path / "b.jsonl").read_bytes() == REFERENCE.read_bytes()
+    again = Annotation.load(tmp_path / "a.jsonl")
+    assert again.episode == trace.episode and [b.name for b in again.bodies] == trace.names
 
 
 def test_annotator_stores_what_detectors_return(reference_case):

@@ -27,6 +27,7 @@ SELF_DISCOVERED = {
     "collision relay", "wedged between two bodies", "high energy impact", "bonded pair", "side swap",
     "vertical order flip",
 }
+HAND_WRITTEN = {"touch start", "touch end", "comes to rest"}  # what goals in people's words read (issue 14)
 REQUIRED = {"PATTERN", "DESCRIPTION", "DEPENDS", "PARAMS"}
 DECLARED = {"BODY_PARAMS", "DIRECTED", "DURATION"}  # optional in the contract; every built-in sets all three
 
@@ -59,9 +60,10 @@ def test_manifest_is_up_to_date_and_matches_the_files():
 
 def test_the_library_covers_the_issue_list_with_provenance(builtin_library):
     labels = set(builtin_library.labels)
-    assert labels == GUIDED | RAW | SELF_DISCOVERED
+    assert labels == GUIDED | RAW | SELF_DISCOVERED | HAND_WRITTEN
     prov = {e.label: e.provenance for e in builtin_library.entries()}
     assert {label for label, p in prov.items() if p == "self-discovered"} == SELF_DISCOVERED
+    assert {label for label, p in prov.items() if p == "hand-written"} == HAND_WRITTEN
     assert {label for label, p in prov.items() if p == "guided"} == GUIDED | RAW
 
 

@@ -214,7 +214,8 @@ def test_evolved_declarations_survive_the_trip_through_a_worker_spec():
 # ------------------------------------------------------------------ built-ins
 DIRECTED_BUILTINS = {"sliding contact", "rolling over", "opposing motion", "moving hits stationary", "stack formed",
                      "support relationship", "collision relay"}
-INTERVAL_BUILTINS = {"airborne", "bonded pair", "brief tap", "global rest", "sliding contact", "support relationship"}
+INTERVAL_BUILTINS = {"airborne", "bonded pair", "brief tap", "comes to rest", "global rest", "sliding contact",
+                     "support relationship"}
 
 
 def test_builtin_declarations():

@@ -20,10 +20,20 @@ def separate(frame: int, a: str, b: str) -> PatternEvent:
     return PatternEvent("collision end", frame, {"object_a": a, "object_b": b})
 
 
-def annotation(events: Iterable[PatternEvent], num_frames: int = 101, patterns: list[str] | None = None) -> Annotation:
+def touch(frame: int, a: str, b: str) -> PatternEvent:
+    return PatternEvent("touch start", frame, {"object_a": a, "object_b": b})
+
+
+def described(names: Iterable[str] = BODIES) -> list[Body]:
+    """Bodies as an annotation lists them: colour = the name's first word ("green ball": green)."""
+    return [Body(n, n.split()[0], n.split()[-1], True) for n in names]
+
+
+def annotation(events: Iterable[PatternEvent], num_frames: int = 101, patterns: list[str] | None = None,
+               bodies: list[Body] | None = None) -> Annotation:
     events = list(events)
     pats = patterns if patterns is not None else sorted({e.pattern for e in events})
-    return Annotation.from_events(events, num_frames=num_frames, patterns=pats, dt=1 / 60)
+    return Annotation.from_events(events, num_frames=num_frames, patterns=pats, dt=1 / 60, bodies=bodies)
 
 
 def make_trace(
@@ -77,6 +87,9 @@ SIGNATURES = {
     "support relationship": ["object_a", "object_b", "frames"],
     "collision relay": ["object_a", "object_b", "via"],
     "opposing motion": ["object_a", "object_b", "lever"],
+    "touch start": ["object_a", "object_b"],
+    "touch end": ["object_a", "object_b"],
+    "comes to rest": ["object", "surface", "frames"],
 }
 
 
@@ -86,6 +99,7 @@ import random as _random  # noqa: E402
 GEN_BODIES = ("green ball", "blue ball", "red ball", "ground")
 GEN_PATTERNS = ("collision start", "collision end", "bounce", "airborne")
 GEN_WILDCARDS = ("*", "object X", "any")
+GEN_CLASSES = ("green object", "a blue ball", "any red object", "the goal object")  # resolved per scene
 PAIR_PATTERNS = ("collision start", "collision end")
 
 
@@ -103,6 +117,8 @@ class ProgramGenerator:
     def body(self, wildcard: bool = False) -> str:
         if wildcard and self.r.random() < 0.25:
             return self.q(self.r.choice(GEN_WILDCARDS))
+        if self.r.random() < 0.15:
+            return self.q(self.r.choice(GEN_CLASSES))
         return self.q(self.r.choice(GEN_BODIES))
 
     def frac(self) -> str:
@@ -142,6 +158,8 @@ class ProgramGenerator:
         a, b = self.r.sample(GEN_BODIES, 2)
         if self.r.random() < 0.25:
             b = self.r.choice(GEN_WILDCARDS)
+        elif self.r.random() < 0.15:
+            b = self.r.choice(GEN_CLASSES)
         return f"{self.q(a)}, {self.q(b)}"
 
     def state(self) -> str:
@@ -150,7 +168,8 @@ class ProgramGenerator:
         return f"NEARBY_AT({self.body()}, x={self.r.randint(0, 256)}, y={self.r.randint(0, 256)}, radius={self.r.randint(1, 60)})"
 
     def clause(self, depth: int = 0) -> str:
-        kinds = ["EVENT", "COUNT", "AFTER", "BEFORE", "FIRST", "LAST", "NEVER", "ALWAYS", "TOUCHING", "NEARBY_AT"]
+        kinds = ["EVENT", "COUNT", "AFTER", "BEFORE", "FIRST", "LAST", "NEVER", "ALWAYS", "TOUCHING", "NEARBY_AT",
+                 "DISTANCE"]
         if depth < 3:
             kinds += ["AND", "OR", "NOT"] * 2
         k = self.r.choice(kinds)
@@ -185,6 +204,12 @@ class ProgramGenerator:
             if self.r.random() < 0.3:
                 return f"NEARBY_AT({self.body()}, target={self.body()}, window={self.window()})"
             return f"NEARBY_AT({self.body()}, x={self.r.randint(0, 256)}, y={self.r.randint(0, 256)}, t={self.frac()})"
+        if k == "DISTANCE":
+            a, b = self.r.sample(GEN_BODIES, 2)
+            when = f"window={self.window()}" if self.r.random() < 0.5 else f"t={self.frac()}"
+            lhs = f"DISTANCE({self.q(a)}, {self.q(b)}, {when})"
+            op = self.r.choice(["<", "<=", ">", ">="])
+            return f"{lhs} {op} {self.r.choice(['0', '5', '12.5', '80'])}"
         if k == "NOT":
             return f"NOT({self.clause(depth + 1)})"
         n = self.r.randint(1, 4)

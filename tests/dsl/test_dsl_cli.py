@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dsl_builders import annotation, collide
+from dsl_builders import annotation, collide, described, touch
 from simpatterns.dsl.commands import register
 
 GOALS = Path(__file__).resolve().parents[2] / "examples" / "goals"
@@ -59,16 +59,19 @@ def test_check_syntax_error_and_missing_file(app, tmp_path):
 
 
 def test_eval_annotations_with_explain_and_json(app, tmp_path):
-    good = annotation([collide(30, "green ball", "blue ball")])
-    miss = annotation([collide(30, "green ball", "blue ball"), collide(50, "red ball", "green ball")])
+    # the annotations list their bodies, so "green object" resolves without the trace
+    gb = [collide(30, "green ball", "blue ball"), touch(30, "green ball", "blue ball")]
+    good = annotation(gb, bodies=described())
+    miss = annotation(gb + [collide(50, "red ball", "green ball")], bodies=described())
     good.save(tmp_path / "good.annotation.jsonl")
     miss.save(tmp_path / "miss.annotation.jsonl")
     prog = str(GOALS / "a01_touch_at_end_red_never_green.rwd")
     files = [str(tmp_path / "good.annotation.jsonl"), str(tmp_path / "miss.annotation.jsonl")]
     res = runner.invoke(app, ["reward", "eval", prog, *files, "--library", "none", "--explain"])
     assert res.exit_code == 0, res.output
-    assert "SUCCESS  score 1.000" in res.output and "FAIL  score 0.864" in res.output
-    assert "no 0.591  NEVER(" in res.output and "1 matching event: " in res.output
+    # red touches green from frame 50 to the end (no collision end): 51 frames, 1 / (1 + ln 52) = 0.202
+    assert "SUCCESS  score 1.000" in res.output and "FAIL  score 0.734" in res.output
+    assert "no 0.202  NEVER(" in res.output and "holds at 51 of 101 frames: " in res.output
     res = runner.invoke(app, ["reward", "eval", prog, *files, "--library", "none", "--json"])
     rows = [json.loads(line) for line in res.output.splitlines()]
     assert [r["success"] for r in rows] == [True, False]
@@ -115,7 +118,11 @@ def test_eval_takes_a_folder_reports_a_bad_file_and_goes_on(tmp_path):
     good.save(folder / "a.annotation.jsonl")
     miss.save(folder / "b.annotation.jsonl")
     (folder / "c.annotation.jsonl").write_text("not json\n")
-    prog = str(GOALS / "a01_touch_at_end_red_never_green.rwd")
+    # reads only the raw collision events these annotations hold (the shipped goals read "touch start")
+    prog = tmp_path / "green_blue_not_red.rwd"
+    prog.write_text('AND(EVENT("collision start", {"object_a": "green ball", "object_b": "blue ball"}),\n'
+                    '    NEVER("collision start", {"object_a": "red ball", "object_b": "green ball"}))\n')
+    prog = str(prog)
     res = CliRunner().invoke(app, ["reward", "eval", prog, str(folder), "--library", "none"], terminal_width=200)
     assert res.exit_code == 1
     assert res.stderr.count("error:") == 1 and "c.annotation.jsonl:1" in res.stderr

@@ -175,12 +175,16 @@ def test_first_and_last_with_among():
 
 
 # ------------------------------------------------------------------ ALWAYS
-def test_always_uses_frames_params_as_intervals():
-    # airborne from frame 10 for 20 frames: frames 10..29
+def test_always_reads_the_declared_intervals():
+    # airborne (DURATION = "interval" in the built-in library) from frame 10 for 20 frames: frames 10..29
+    lib = PatternLibrary.builtin()
     ann = annotation([PatternEvent("airborne", 10, {"object": "red ball", "frames": 20})])
-    assert ok('ALWAYS("airborne", {"object": "red ball"}, window=(0.1, 0.29))', ann)
-    r = run('ALWAYS("airborne", {"object": "red ball"}, window=(0.2, 0.39))', ann)  # frames 20..39: 10 of 20
+    run_lib = lambda text: compile_program(text, library=lib).evaluate(ann)  # noqa: E731
+    assert run_lib('ALWAYS("airborne", {"object": "red ball"}, window=(0.1, 0.29))').success
+    r = run_lib('ALWAYS("airborne", {"object": "red ball"}, window=(0.2, 0.39))')  # frames 20..39: 10 of 20
     assert not r.success and r.score == pytest.approx(0.5)
+    # without declarations the event is an instant, whatever its params say (no guessing from "frames")
+    assert not ok('ALWAYS("airborne", {"object": "red ball"}, window=(0.1, 0.29))', ann)
 
 
 # ------------------------------------------------------------------ TOUCHING

@@ -11,79 +11,106 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsl_builders import annotation, collide, make_trace, separate
+from dsl_builders import annotation, collide, make_trace
 from simpatterns.annotation import PatternEvent
+from simpatterns.detectors.library import PatternLibrary
 from simpatterns.dsl import RewardProgram, parse
 
 GOALS = Path(__file__).resolve().parents[2] / "examples" / "goals"
 
 G, B, R = "green ball", "blue ball", "red ball"
+LW, RW, TW = "left wall", "right wall", "top wall"
+T = 101
+HOME = {G: (40, 150), B: (100, 100), R: (200, 200), "ground": (128, -5), LW: (-5, 128), RW: (261, 128),
+        TW: (128, 261)}
 
 
-def near(f, a, b):
-    return PatternEvent("near collision", f, {"object_a": a, "object_b": b, "gap": 3.0})
+def touch(f0, f1, a, b):
+    return ("touch", f0, f1, a, b)
 
 
-def support(f, a, b):
-    return PatternEvent("support relationship", f, {"object_a": a, "object_b": b, "frames": 40})
+def rest(f, body, surface):
+    return PatternEvent("comes to rest", f, {"object": body, "surface": surface, "frames": 40})
 
 
 def relay(f, a, via, b):
     return PatternEvent("collision relay", f, {"object_a": a, "object_b": b, "via": via})
 
 
-# goal file -> (satisfying events, events missing exactly one clause, events failing every clause)
+def rollout(items, paths=None):
+    """(annotation, trace): ``touch`` items become contact rows on frames f0..f1 and a "touch start"
+    event; other items are pattern events as written; bodies sit at HOME unless ``paths`` move them."""
+    rows, events = [], []
+    for it in items:
+        if isinstance(it, tuple):
+            _, f0, f1, a, b = it
+            rows += [(f, a, b) for f in range(f0, f1 + 1)]
+            events.append(PatternEvent("touch start", f0, {"object_a": a, "object_b": b}))
+        else:
+            events.append(it)
+    trace = make_trace({**HOME, **(paths or {})}, num_frames=T, contacts=rows)
+    labels = ["touch start", "comes to rest", "collision relay"]
+    return annotation(events, T, patterns=labels), trace
+
+
+# R passes B (both radius 5) with 3 px between their surfaces at frame `at`, moving along x
+def passing(at: int, gap: float = 3.0):
+    x = np.linspace(0, 200, T) + (100 - np.linspace(0, 200, T)[at])
+    return {R: np.stack([x, np.full(T, 100 + 10 + gap)], axis=1)}
+
+
+# goal file -> (satisfying rollout, one missing exactly one clause, one failing every clause)
 CASES = {
     "a01_touch_at_end_red_never_green.rwd": (
-        [collide(30, G, B)],
-        [collide(30, G, B), collide(50, R, G)],
-        [collide(10, R, G)],
+        [touch(30, 100, G, B)],
+        [touch(30, 100, G, B), touch(50, 55, R, G)],
+        [touch(10, 20, R, G)],
     ),
     "a02_no_red_green_first_20pct.rwd": (
-        [collide(60, G, B), collide(40, R, G)],
-        [collide(60, G, B), collide(10, R, G), separate(15, R, G)],
-        [collide(5, R, G)],
+        [touch(60, 70, G, B), touch(40, 45, R, G)],
+        [touch(60, 70, G, B), touch(10, 15, R, G)],
+        [touch(5, 8, R, G)],
     ),
     "a03_left_wall_then_red.rwd": (
-        [collide(20, G, "left wall"), collide(50, R, G)],
-        [collide(20, G, "left wall"), collide(50, R, G), collide(70, G, "right wall")],
-        [collide(10, R, G), collide(20, G, "left wall"), collide(30, "right wall", G)],
+        [touch(20, 25, G, LW), touch(50, 55, R, G)],
+        [touch(20, 25, G, LW), touch(50, 55, R, G), touch(70, 75, G, RW)],
+        [touch(10, 12, R, G), touch(20, 22, G, LW), touch(30, 32, RW, G)],
     ),
     "a04_green_touches_both.rwd": (
-        [collide(20, G, B), collide(40, R, G)],
-        [collide(20, B, G)],
-        [collide(30, R, B)],
+        [touch(20, 25, G, B), touch(40, 45, R, G)],
+        [touch(20, 25, B, G)],
+        [touch(30, 35, R, B)],
     ),
     "a05_single_touch_then_red.rwd": (
-        [collide(20, G, B), collide(50, R, B)],
-        [collide(20, G, B), collide(60, G, B), collide(70, R, G)],
-        [collide(10, R, G), collide(20, G, B), collide(40, G, B)],
+        [touch(20, 25, G, B), touch(50, 55, R, B)],
+        [touch(20, 25, G, B), touch(60, 65, G, B), touch(70, 75, R, G)],
+        [touch(10, 12, R, G), touch(20, 22, G, B), touch(40, 42, G, B)],
     ),
     "a06_near_miss.rwd": (
-        [near(50, R, B)],
-        [near(20, R, B)],
-        [collide(50, R, B)],
+        ([], passing(50)),
+        ([], passing(20)),  # close at t = 0.2, not around 0.5
+        ([touch(10, 12, R, B)], None),  # far around t = 0.5, and they touched
     ),
     "a07_same_number_of_touches.rwd": (
-        [collide(10, R, G), collide(30, R, B), collide(50, R, G), collide(70, B, R)],
-        [collide(10, R, G), collide(30, R, G), collide(50, R, B)],
+        [touch(10, 12, R, G), touch(30, 32, R, B), touch(50, 52, R, G), touch(70, 72, B, R)],
+        [touch(10, 12, R, G), touch(30, 32, R, G), touch(50, 52, R, B)],
         # equal counts and "at least one each" cannot all fail together: 2 vs 0 fails two of three
-        [collide(10, R, G), collide(20, R, G)],
+        [touch(10, 12, R, G), touch(20, 22, R, G)],
     ),
     "a08_after_red_rests_on_ground.rwd": (
-        [support(30, R, "ground"), collide(60, G, B)],
-        [collide(20, G, B), support(40, R, "ground")],
-        [support(30, R, "ground")],
+        [rest(30, R, "ground"), touch(60, 65, G, B)],
+        [touch(20, 25, G, B), rest(40, R, "ground")],
+        [rest(30, R, "ground")],
     ),
     "a09_knock_green_into_blue_once.rwd": (
-        [collide(10, R, G), collide(30, G, B), relay(30, R, G, B)],
-        [collide(10, R, G), collide(30, G, B), relay(30, R, G, B), collide(60, R, "ground")],
-        [collide(10, R, "ground"), collide(20, R, B)],
+        [touch(10, 12, R, G), touch(30, 32, G, B), relay(30, R, G, B)],
+        [touch(10, 12, R, G), touch(30, 32, G, B), relay(30, R, G, B), touch(60, 62, R, "ground")],
+        [touch(10, 12, R, "ground"), touch(20, 22, R, B)],
     ),
     "a10_no_boundary_contacts.rwd": (
-        [collide(20, G, B), collide(5, R, "ground")],
-        [collide(20, G, B), collide(50, R, "top wall")],
-        [collide(50, "left wall", G)],
+        [touch(20, 25, G, B), touch(5, 100, R, "ground")],
+        [touch(20, 25, G, B), touch(50, 52, R, TW)],
+        [touch(50, 52, LW, G)],
     ),
 }
 
@@ -97,16 +124,17 @@ def test_every_goal_file_has_cases():
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_goal_on_constructed_annotations(name):
-    prog = RewardProgram.load(GOALS / name)
-    good, miss_one, bad = (annotation(evs) for evs in CASES[name])
-    r = prog.evaluate(good, explain=True)
+def test_goal_on_constructed_rollouts(name):
+    prog = RewardProgram.load(GOALS / name, PatternLibrary.builtin())
+    # a case is the rollout's items, or (items, paths) when bodies move
+    good, miss_one, bad = (rollout(*c) if isinstance(c, tuple) else rollout(c) for c in CASES[name])
+    r = prog.evaluate(*good, explain=True)
     assert r.success and r.score == 1.0, r.explain_text()
-    r = prog.evaluate(miss_one, explain=True)
+    r = prog.evaluate(*miss_one, explain=True)
     assert not r.success and 0 < r.score < 1, r.explain_text()
     assert sum(not c.success for c in r.clauses) == 1, r.explain_text()
     partial = r.score
-    r = prog.evaluate(bad, explain=True)
+    r = prog.evaluate(*bad, explain=True)
     assert not r.success, r.explain_text()
     holding = sum(c.success for c in r.clauses)
     assert holding <= ALL_FAIL_EXCEPTIONS.get(name, 0), r.explain_text()

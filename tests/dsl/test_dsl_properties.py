@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from dsl_builders import GEN_BODIES, GEN_PATTERNS, PAIR_PATTERNS, ProgramGenerator, annotation, make_trace
 from simpatterns.annotation import PatternEvent
+from simpatterns.detectors.library import PatternLibrary
 from simpatterns.dsl import compile_program, format_expr, format_program, parse, predicate_names
 from simpatterns.dsl.syntax import Call, Compare, DictLit, Keyword, ListLit, Num, Program, Str, TupleLit
+from simpatterns.trace import Episode
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -118,3 +120,71 @@ def test_any_tree_round_trips(tree):
 
 def test_generator_is_reproducible():
     assert ProgramGenerator(random.Random(7)).program() == ProgramGenerator(7).program()
+
+
+# ------------------------------------------------------------------ early stops
+@st.composite
+def stopped_cases(draw):
+    """A program, a rollout of H frames (annotation and trace), and the same rollout stopped after
+    T < H frames (events after T dropped, intervals cut at T - 1), told its horizon and why it
+    stopped: "settled" (the extension repeats the last frame's positions and contacts and starts no
+    contact event) or unknown (the extension is anything)."""
+    H = draw(st.integers(3, 60))
+    T = draw(st.integers(2, H - 1))
+    settled = draw(st.booleans())
+    text = ProgramGenerator(draw(st.randoms(use_true_random=False))).program()
+    full_ann = draw(annotations(H))
+    trace = draw(traces(H))
+    if settled:  # freeze the world after frame T - 1; no contact starts or ends after it
+        trace.position[T:] = trace.position[T - 1]
+        last = [(a, b) for f, a, b in zip(trace.contact_frame, trace.contact_a, trace.contact_b) if f == T - 1]
+        rows = [(f, a, b) for f, a, b in zip(trace.contact_frame.tolist(), trace.contact_a.tolist(),
+                                             trace.contact_b.tolist()) if f < T]
+        rows += [(f, int(a), int(b)) for f in range(T, H) for a, b in last]
+        names = trace.names
+        trace = make_trace({n: trace.position[:, i] for i, n in enumerate(names)}, num_frames=H,
+                           contacts=[(f, names[a], names[b]) for f, a, b in rows])
+        full_ann = annotation([PatternEvent(p, f, q) for p, evs in full_ann.pattern_events.items() for f, q in evs
+                               if f < T or p not in PAIR_PATTERNS], H, patterns=list(GEN_PATTERNS))
+    cut = []
+    for p, evs in full_ann.pattern_events.items():
+        for f, q in evs:
+            if f < T:
+                q = dict(q, frames=min(q["frames"], T - f)) if "frames" in q else q
+                cut.append(PatternEvent(p, f, q))
+    stopped_ann = annotation(cut, T, patterns=list(GEN_PATTERNS))
+    stopped_ann.episode = Episode(T, H, "settled" if settled else None)
+    rows = trace.contact_frame < T
+    names = trace.names
+    stopped = make_trace({n: trace.position[:T, i] for i, n in enumerate(names)}, num_frames=T,
+                         contacts=[(int(f), names[a], names[b]) for f, a, b in
+                                   zip(trace.contact_frame[rows], trace.contact_a[rows], trace.contact_b[rows])])
+    stopped.meta.update({"horizon": H, "stopped": "settled" if settled else None})
+    return text, (full_ann, trace), (stopped_ann, stopped)
+
+
+@SETTINGS
+@given(stopped_cases())
+def test_determined_verdicts_hold_whatever_the_unsimulated_frames_held(case):
+    text, full, stopped = case
+    prog = compile_program(text, library=PatternLibrary.builtin())
+    early = prog.evaluate(*stopped)
+    if early.determined:
+        assert early.success == prog.evaluate(*full).success
+    for clause, whole in zip(early.clauses, prog.evaluate(*full).clauses):
+        if clause.determined:
+            assert clause.success == whole.success, clause.text
+
+
+@SETTINGS
+@given(st.integers(2, 60), st.integers(0, 5), st.data())
+def test_touching_at_a_frame_reads_the_bridged_contact_series(T, extra, data):
+    trace = data.draw(traces(T))
+    trace.meta["horizon"] = T + extra
+    prog = compile_program('NEVER(TOUCHING("green ball", "*"))')
+    ctx = prog.context(None, trace)
+    node = prog.root.what
+    series = node.series(ctx)
+    assert [node._touching_at(ctx, f) for f in range(T)] == series.tolist()
+    raw = node._raw_series(ctx)
+    assert (series >= raw).all()  # bridging only adds frames between contacts

@@ -31,7 +31,7 @@ BAD_SYNTAX = ('AND(EVENT("collision start", {"object_a": "green ball", "object_b
               '    NEVER("collision start" {"object_a": "red ball", "object_b": "green ball"}))')
 BAD_PATTERN = ('AND(EVENT("green touches blue", {"object_a": "green ball", "object_b": "blue ball"}),\n'
                '    NEVER("collision start", {"object_a": "red ball", "object_b": "green ball"}))')
-BAD_BODY = 'AND(EVENT("collision start", {"object_a": "green object", "object_b": "blue ball"}))'
+BAD_BODY = 'AND(EVENT("collision start", {"object_a": "green orb", "object_b": "blue ball"}))'
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.005, max_delay_s=0.02, jitter=0.0)
 
 
@@ -98,14 +98,15 @@ def test_cli_happy_path_saves_a_valid_program(serve, library, names, tmp_path):
     system, user = body["messages"][0]["content"], body["messages"][1]["content"]
     assert reference_text().strip() in system  # the generated DSL reference, verbatim
     for label, keys in library.signatures().items():
-        assert f'"{label}" (params: {", ".join(keys) or "none"})' in system
+        head = f'"{label}" (params: {", ".join(keys) or "none"}'
+        assert head + ")" in system or head + "; lasts" in system  # interval patterns say they last
     assert "Get the green ball in the first bucket" in system  # few-shot from examples/goals
     for name in names:
         assert f'"{name}"' in user
     assert GOAL in user
     assert body["n"] == 2 and body["seed"] == 0
     # vLLM (a large model): the full prompt, and the grammar specialised to the library and the scene
-    assert body["structured_outputs"] == {"grammar": specialised_grammar(library, names)}
+    assert body["structured_outputs"] == {"grammar": specialised_grammar(library, phyre_scene_bodies("00000:0"))}
     assert "full prompt" in res.output and "grammar-constrained: yes (specialised grammar)" in res.output
 
 

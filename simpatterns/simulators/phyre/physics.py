@@ -12,6 +12,13 @@ values 0.5 and 0.2, as in PHYRE.
 Success is PHYRE's: the green body and the goal body touch for 180
 consecutive steps (3 s). Frame 0 is the initial state (its contacts come from
 a geometric query, with zero impulse); frame k is the state after step k.
+
+Every trace records its episode's horizon, ``meta["horizon"] = max_steps + 1``
+frames (1001), also when the run stops early, and why it stopped
+(``meta["stopped"]``: ``"success"`` at PHYRE's success, after which the goal
+pair keeps touching; ``"settled"`` with ``stop_when_settled``, after which
+nothing moves): reward programs measure time on the horizon, so a stopped
+rollout and the same rollout run in full give the same frames the same times.
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ from pymunk._chipmunk_cffi import ffi as _ffi, lib as _lib
 from simpatterns.simulators.phyre import geometry as geo
 from simpatterns.simulators.phyre.scene import ROLE_AGENT, BodySpec, Scene
 from simpatterns.trace import (
+    HORIZON_KEY,
+    STOPPED_KEY,
+    STOPPED_SETTLED,
+    STOPPED_SUCCESS,
     TASK_COMPLETE,
     Body,
     RawEvent,
@@ -462,6 +473,10 @@ def _run(
         "stride": 1,
         "steps": steps,
         "max_steps": max_steps,
+        # the episode runs max_steps steps whether or not this rollout did (see the Trace contract)
+        HORIZON_KEY: max_steps + 1,
+        STOPPED_KEY: (STOPPED_SUCCESS if success and steps < max_steps
+                      else STOPPED_SETTLED if settled_frame is not None else None),
         "world_size": [geo.SCENE_SIZE, geo.SCENE_SIZE],
         "units": "px",
         "success": success,
@@ -583,6 +598,8 @@ def thin(trace: Trace, stride: int) -> Trace:
     sel = trace.contact_frame % stride == 0
     events = [RawEvent(e.kind, e.frame // stride, e.params) for e in trace.events]
     meta = dict(trace.meta, stride=stride)
+    if meta.get(HORIZON_KEY):
+        meta[HORIZON_KEY] = (int(meta[HORIZON_KEY]) - 1) // stride + 1
     if meta.get("solved_frame") is not None:
         meta["solved_frame"] = meta["solved_frame"] // stride
     return Trace(
