@@ -15,6 +15,7 @@ removed.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -32,6 +33,22 @@ class WriteError(OSError):
 # .NAME.tmp-PID-HEX (a file or, for a library, a folder); .NAME.old-PID-HEX (a folder moved aside)
 _TEMPORARY = re.compile(r"^\..+\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
 _swept: set[str] = set()
+# temporaries this process has open (path -> owner pid); removed at exit, so a Ctrl-C that lands
+# between creating one and entering its cleanup cannot leave it behind
+_open_temporaries: dict[Path, int] = {}
+
+
+def _remove_open_temporaries() -> None:
+    for tmp, pid in list(_open_temporaries.items()):
+        if pid == os.getpid():  # never a parent's: forked children inherit the table
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            _open_temporaries.pop(tmp, None)
+
+
+atexit.register(_remove_open_temporaries)
 
 
 def temporary_sibling(path: str | os.PathLike, kind: str = "tmp") -> Path:
@@ -126,11 +143,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
     target = Path(path)
     _check_target(target)
     tmp = temporary_sibling(target)
+    _open_temporaries[tmp] = os.getpid()
     try:
-        fh = open(tmp, mode, encoding=None if mode == "wb" else encoding)
-    except OSError as exc:
-        raise WriteError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    try:
+        try:
+            fh = open(tmp, mode, encoding=None if mode == "wb" else encoding)
+        except OSError as exc:
+            raise WriteError(f"{target}: cannot write ({exc.strerror or exc})") from None
         with fh:
             yield fh
             if fsync:
@@ -145,6 +163,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
         if isinstance(exc, OSError) and not isinstance(exc, WriteError):
             raise WriteError(f"{target}: cannot write ({exc.strerror or exc})") from None
         raise
+    finally:
+        _open_temporaries.pop(tmp, None)
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes, *, fsync: bool = False) -> Path:

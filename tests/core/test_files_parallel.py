@@ -156,3 +156,25 @@ def _square_or_write(path: str) -> str:
         Path(path).write_text("done")
         return path
     return _write_slowly(path)
+
+
+def test_a_temporary_left_open_by_an_interrupt_is_removed_at_exit_but_never_by_a_child(tmp_path):
+    """Ctrl-C can land between creating a temporary and entering its cleanup: the process
+    removes the temporaries it still has open when it exits; a forked child never removes its
+    parent's."""
+    import os
+
+    from simpatterns import files
+
+    cm = files.atomic_open(tmp_path / "out.txt")
+    fh = cm.__enter__()
+    fh.write("partial")
+    [tmp] = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    pid = os.fork()
+    if pid == 0:  # the child exits through the same clean-up
+        files._remove_open_temporaries()
+        os._exit(0 if tmp.exists() else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    files._remove_open_temporaries()
+    assert not tmp.exists() and not (tmp_path / "out.txt").exists()
+    fh.close()
