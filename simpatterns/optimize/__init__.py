@@ -1,6 +1,6 @@
 """Action search: simulated annealing and random search (paper §5.2) for PHYRE scenes and rope tasks."""
 
-from simpatterns.optimize.objective import Evaluation, Objective, RolloutPool
+from simpatterns.optimize.objective import CheckpointError, Evaluation, EvaluationLog, Objective, RolloutPool
 from simpatterns.optimize.search import AnnealConfig, SearchResult, anneal, random_search
 
 
@@ -13,5 +13,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.optimize' has no attribute {name!r}")
 
 
-__all__ = ["AnnealConfig", "Evaluation", "Objective", "RolloutPool", "RopeObjective", "SearchResult", "anneal",
+__all__ = ["AnnealConfig", "CheckpointError", "Evaluation", "EvaluationLog", "Objective", "RolloutPool", "RopeObjective", "SearchResult", "anneal",
            "code_goal", "final_code", "random_search"]

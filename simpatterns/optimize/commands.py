@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import NoReturn, Optional
 
 import typer
-from simpatterns.cli_support import err, fail, out as console, print_table
+from simpatterns.cli_support import err, fail, interrupted, out as console, print_table
 from simpatterns.parallel import executor_options
 
 
@@ -74,7 +74,8 @@ def optimize(
 
     from simpatterns.dsl import DSLErrors
     from simpatterns.files import WriteError, atomic_write_json, check_target
-    from simpatterns.optimize import AnnealConfig, Objective, RolloutPool, anneal, random_search
+    from simpatterns.optimize import (AnnealConfig, CheckpointError, EvaluationLog, Objective, RolloutPool, anneal,
+                                      random_search)
 
     if method not in ("anneal", "random"):
         _fail(f"--method must be anneal or random, got {method!r}")
@@ -113,19 +114,35 @@ def optimize(
                         TimeElapsedColumn(), console=err,
                         auto_refresh=False)  # no refresh thread: the rollout pool forks safely
     parallel = method == "random" or batch_size > 1  # annealing one proposal at a time has nothing to share
-    with progress, RolloutPool(objective, workers if parallel else 1) as pool:
-        task = progress.add_task(method, total=budget, best="-")
+    checkpoint = None
+    if out_json is not None:  # every evaluation kept as it finishes: a re-run replays them and goes on
+        settings = {"scene": scene, "template": sc.template, "variant": sc.variant, "program": program_text,
+                    "reward": reward, "settle": objective.stop_when_settled, "max_steps": objective.max_steps}
+        try:
+            checkpoint = EvaluationLog(out_json.with_name(out_json.stem + ".evaluations.jsonl"), settings)
+        except CheckpointError as exc:
+            _fail(str(exc))
+    try:
+        with progress, RolloutPool(objective, workers if parallel else 1, checkpoint=checkpoint) as pool:
+            task = progress.add_task(method, total=budget, best="-")
 
-        def on_progress(done: int, total: int, best: float) -> None:
-            progress.update(task, completed=done, best=f"{best:.3f}", refresh=True)
+            def on_progress(done: int, total: int, best: float) -> None:
+                progress.update(task, completed=done, best=f"{best:.3f}", refresh=True)
 
-        if method == "anneal":
-            res = anneal(objective, budget, seed=seed, config=config, bins=bins, pool=pool,
-                         stop_on_success=not keep_going, progress=on_progress)
-        else:
-            res = random_search(objective, budget, seed=seed, bins=bins, batch_size=max(batch_size, workers),
-                                pool=pool, stop_on_success=not keep_going, progress=on_progress)
-        progress.update(task, total=res.samples)
+            if method == "anneal":
+                res = anneal(objective, budget, seed=seed, config=config, bins=bins, pool=pool,
+                             stop_on_success=not keep_going, progress=on_progress)
+            else:
+                res = random_search(objective, budget, seed=seed, bins=bins, batch_size=max(batch_size, workers),
+                                    pool=pool, stop_on_success=not keep_going, progress=on_progress)
+            progress.update(task, total=res.samples)
+    except KeyboardInterrupt:
+        if checkpoint is None:
+            interrupted("the search is lost (give -o/--out to keep a checkpoint that a re-run resumes)",
+                        resume=False)
+        interrupted(f"{len(checkpoint.known)} evaluation(s) kept in {checkpoint.path}")
+    if checkpoint is not None and pool.replayed:
+        err.print(f"resumed: {pool.replayed} evaluation(s) replayed from {checkpoint.path}")
 
     table = Table(title="best action")
     for col in ("x", "y", "r", "score", "success", "samples", "first success", "invalid proposals", "seconds"):

@@ -10,8 +10,11 @@ workers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Sequence
 
 from simpatterns.parallel import Executor, WorkerSetup, make_executor
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
@@ -140,14 +143,81 @@ def _evaluate(objective: Objective, action: list[float]) -> Evaluation:
     return objective.evaluate(action)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that belongs to other settings, or cannot be read."""
+
+
+class EvaluationLog:
+    """A search's checkpoint: every evaluation, one JSON line each, appended (and flushed)
+    as it finishes, after a first line holding the search's settings. A search is
+    deterministic given its seed, so re-running it against the log replays the evaluations
+    it holds (no simulation) and simulates only the rest: the resumed result is the
+    uninterrupted one. A last line cut by a kill is ignored."""
+
+    def __init__(self, path: str | os.PathLike, settings: dict[str, Any]):
+        self.path = Path(path)
+        self.settings = json.loads(json.dumps(settings))
+        self.known: dict[tuple[float, ...], Evaluation] = {}
+        self._fh: IO[str] | None = None
+        self._cut = False  # a line cut short: rewrite the file before appending to it
+        if self.path.exists():
+            self._read()
+
+    def _read(self) -> None:
+        try:
+            lines = self.path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CheckpointError(f"{self.path}: cannot read the checkpoint ({exc})") from None
+        try:
+            head = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError:
+            head = None
+        if not isinstance(head, dict) or head.get("settings") != self.settings:
+            raise CheckpointError(f"{self.path}: a checkpoint of another search (other settings); "
+                                  "delete it, or give this search another --out")
+        for line in lines[1:]:
+            try:
+                e = Evaluation(**json.loads(line))
+            except (json.JSONDecodeError, TypeError):
+                self._cut = True  # the line a kill cut short; what follows it (nothing) is not trusted
+                break
+            self.known[tuple(e.action)] = e
+
+    def get(self, action: Sequence[float]) -> Evaluation | None:
+        return self.known.get(tuple(action))
+
+    def add(self, evaluations: Sequence[Evaluation]) -> None:
+        if self._fh is None:
+            fresh = not self.path.exists() or not self.known or self._cut
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "w" if fresh else "a", encoding="utf-8")
+            if fresh:  # (re)written whole: the settings, then what is known so far
+                self._fh.write(json.dumps({"settings": self.settings}) + "\n")
+                for old in self.known.values():
+                    self._fh.write(json.dumps(asdict(old)) + "\n")
+        for e in evaluations:
+            self.known[tuple(e.action)] = e
+            self._fh.write(json.dumps(asdict(e)) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
 class RolloutPool:
     """Evaluates batches of actions for one objective over ``workers`` processes
     (`simpatterns.parallel`); each worker builds the objective once. Use as a context
-    manager; results keep input order and do not depend on the number of workers."""
+    manager; results keep input order and do not depend on the number of workers.
+    With a ``checkpoint`` (`EvaluationLog`) evaluations it holds are replayed and new
+    ones are added to it as each batch finishes."""
 
-    def __init__(self, objective: Objective, workers: int = 1):
+    def __init__(self, objective: Objective, workers: int = 1, checkpoint: EvaluationLog | None = None):
         self.objective = objective
         self.workers = max(1, int(workers))
+        self.checkpoint = checkpoint
+        self.replayed = 0
         self._executor: Executor | None = None
 
     def __enter__(self) -> "RolloutPool":
@@ -160,9 +230,22 @@ class RolloutPool:
         if self._executor is not None:
             self._executor.close()
             self._executor = None
+        if self.checkpoint is not None:
+            self.checkpoint.close()
 
     def evaluate(self, actions: Sequence[Sequence[float]]) -> list[Evaluation]:
         acts = [[float(v) for v in a] for a in actions]
+        if self.checkpoint is None:
+            return self._simulate(acts)
+        out: list[Evaluation | None] = [self.checkpoint.get(a) for a in acts]
+        todo = [a for a, e in zip(acts, out) if e is None]
+        self.replayed += len(acts) - len(todo)
+        fresh = iter(self._simulate(todo) if todo else [])
+        out = [e if e is not None else next(fresh) for e in out]
+        self.checkpoint.add([e for e in out if tuple(e.action) not in self.checkpoint.known])
+        return out  # type: ignore[return-value]
+
+    def _simulate(self, acts: list[list[float]]) -> list[Evaluation]:
         if self.workers <= 1 or len(acts) <= 1:  # one rollout: no message round trip
             return [self.objective.evaluate(a) for a in acts]
         if self._executor is None:  # workers start on the first batch and serve every later one
