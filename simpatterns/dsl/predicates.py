@@ -921,6 +921,9 @@ class NearbyAt(Node):
             b = view.bodies(self.target, self.where)
             if not b:
                 return np.full(max(0, hi - lo), np.inf)
+            if len(a) == 1 and len(b) == 1:  # one body each (the usual case): no pairwise broadcast
+                d = pos[lo:hi, a[0]] - pos[lo:hi, b[0]]
+                return np.einsum("fd,fd->f", d, d)
             q = pos[lo:hi][:, list(b)]
             d = p[:, :, None, :] - q[:, None, :, :]  # [F, A, B, D]
             out = (d[..., :2] ** 2).sum(-1)
@@ -947,9 +950,10 @@ class NearbyAt(Node):
             return math.inf, r, lo
         first = min(lo, ctx.last)  # a window past the last frame reads the last frame
         d2 = self._squared(view, first, min(hi, ctx.last) + 1)
-        if np.isnan(d2).all():
+        nan = np.isnan(d2)
+        if nan.all():
             return math.inf, r, first
-        k = int(np.nanargmin(d2))
+        k = int(np.argmin(np.where(nan, np.inf, d2)) if nan.any() else d2.argmin())
         return math.sqrt(float(d2[k])), r, first + k
 
     def series(self, ctx) -> np.ndarray:
