@@ -20,23 +20,26 @@ ORDER = ["architecture", "cli", "templates", "annotate", "annotation_cost", "sca
 BEGIN, END = "<!-- BEGIN topic sections (scripts/assemble_readme.py) -->", "<!-- END topic sections -->"
 
 
-def main() -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+def assembled(root: Path = ROOT) -> str:
+    """README.md as it should be: its own text with the pages of docs/readme in place."""
+    text = (root / "README.md").read_text()
     head, rest = text.split(BEGIN)
     _, tail = rest.split(END)
     parts = []
     for name in ORDER:
-        page = ROOT / "docs" / "readme" / f"{name}.md"
+        page = root / "docs" / "readme" / f"{name}.md"
         if page.exists():
             body = page.read_text().strip()
             # images in the pages are relative to docs/readme/
-            for image in sorted(p.name for p in (ROOT / "docs" / "readme").glob("*.png")):
+            for image in sorted(p.name for p in (root / "docs" / "readme").glob("*.png")):
                 body = body.replace(f"]({image}", f"](docs/readme/{image}")
             parts.append(body)
-    new = head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
-    atomic_write(readme, new)
-    print(f"README.md: {len(parts)} sections")
+    return head + BEGIN + "\n\n" + "\n\n".join(parts) + "\n\n" + END + tail
+
+
+def main() -> None:
+    atomic_write(ROOT / "README.md", assembled())
+    print(f"README.md: {len(ORDER)} sections")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ DOCS = ROOT / "docs" / "readme" / "agents.md"
 def docs_script() -> str:
     """The script in the README written for `phyre` (the fenced block after its marker)."""
     text = DOCS.read_text()
-    m = re.search(r"<!-- phyre-script -->\s*```python\n(.*?)```", text, re.S)
-    assert m, f"{DOCS}: no ```python block after <!-- phyre-script -->"
+    m = re.search(r"\(phyre-script: [^\n]*-->\s*```python\n(.*?)```", text, re.S)
+    assert m, f"{DOCS}: no ```python block after the phyre-script marker"
     return m.group(1)
 
 

@@ -1,15 +1,18 @@
-"""The README runs as written: every block marked ``<!-- readme-test: NAME -->``
-runs in a fresh folder (after ``simpatterns examples``), with ``simpatterns``
-on the PATH. Shell blocks run under ``bash -eu``; Python blocks of one NAME run
-together as one script; a block of ``$ command`` lines is run command by
-command and its printed output compared with the README's (a line ending in
-"..." matches any line that starts with what precedes it, a line "..."
-matches the rest)."""
+"""The README and the docs run as written.
+
+Every shell block, Python snippet and ``$ command`` transcript in README.md and
+docs/*.md is either run here or marked skipped with its reason (the marker
+syntax is in ``readme_support``). A session runs in a fresh folder after
+``simpatterns examples``, with ``simpatterns`` on the PATH; printed output the
+README shows is compared. Sessions that talk to a model get the project's
+scripted server, and ``http://localhost:8000/v1`` in their blocks is its address.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -17,25 +20,81 @@ from pathlib import Path
 
 import pytest
 
+from readme_support import Block, blocks, dangling_markers, session_script
+
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-BLOCK = re.compile(r"<!-- readme-test: (\S+) -->\n```(\w*)\n(.*?)\n```", re.S)
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LOCAL_SERVER = "http://localhost:8000/v1"
+
+# What a session presumes the reader already has, made before its first block.
+SETUP = {
+    "sandbox": """
+        simpatterns dataset --templates 00000 --variants 20 --actions random:3 --out runs/ -q > /dev/null
+        simpatterns discover --traces runs --labels examples/labels/labels.toml --library runs/lib \
+            --offline --budget 32 --seed 0 -q > /dev/null
+    """,
+    "annotate": """
+        python -c 'from simpatterns.detectors import PatternLibrary; PatternLibrary.builtin().save("my_library/")'
+        sed -e 's/^PATTERN = .*/PATTERN = "wobble"/' \
+            "$(python -c 'import simpatterns.detectors.builtin as b, os; print(os.path.dirname(b.__file__))')/bounce.py" \
+            > wobble.py
+    """,
+    "using-the-dsl": """
+        simpatterns optimize --scene buckets --goal examples/goals/bucket_second.rwd --trace bucket2.npz > /dev/null
+    """,
+    "envs": """
+        echo 'AND(TOUCHING("green ball", "blue ball", t=1.0))' > goal.rwd
+    """,
+}
+
+# Scripted answers for the sessions that call a model and whose page shows no script
+# (a ``<!-- readme-test: NAME server -->`` JSON block); simpatterns.llm.testing's format.
+SERVERS = {
+    "llm-python": {"default": "Hello."},
+    "discover": {"default": "OK"},
+    "qa-python": {"default": "ANSWER: yes"},
+}
 
 
-def readme_blocks() -> dict[str, list[tuple[str, str]]]:
-    sessions: dict[str, list[tuple[str, str]]] = {}
-    for name, lang, body in BLOCK.findall(README.read_text()):
-        sessions.setdefault(name, []).append((lang, body))
-    return sessions
+def all_blocks() -> list[Block]:
+    return [b for path in DOCUMENTS for b in blocks(path)]
 
 
-SESSIONS = readme_blocks()
+def sessions() -> dict[str, list[Block]]:
+    found: dict[str, list[Block]] = {}
+    for block in all_blocks():
+        if block.session is not None:
+            found.setdefault(f"{block.path.name}:{block.session}", []).append(block)
+    return found
 
 
-def test_the_readme_marks_the_first_hour():
-    # the path a newcomer follows is covered: simulate, annotate, a reward check, envs
-    # (the demo block is tests/test_demo.py's)
-    assert {"simulate", "simulate-python", "annotate", "reward-check", "envs"} <= set(SESSIONS)
+SESSIONS = sessions()
+
+
+def test_every_code_block_is_run_or_says_why_not():
+    unclaimed = [f"{b.where} ({b.language or 'no language'}): {b.body.splitlines()[0][:60] if b.body else ''}"
+                 for b in all_blocks() if b.is_code and b.marker is None]
+    assert not unclaimed, ("blocks neither run nor marked skipped (add <!-- readme-test: NAME --> or "
+                           "<!-- readme-test: skip (why) --> before the fence, or a language like text):\n"
+                           + "\n".join(unclaimed))
+    empty = [b.where for b in all_blocks() if b.marker is not None and b.session is None and not b.skipped]
+    assert not empty, f"markers that neither name a session nor give a reason: {empty}"
+    dangling = [w for path in DOCUMENTS for w in dangling_markers(path)]
+    assert not dangling, f"readme-test markers not directly before a fence: {dangling}"
+
+
+def test_the_readme_sessions_cover_the_first_hour():
+    names = {key.split(":", 1)[1] for key in SESSIONS if key.startswith("README.md:")}
+    assert {"simulate", "simulate-python", "annotate", "reward-check", "reward-eval", "envs", "optimize",
+            "discover", "mujoco"} <= names
+
+
+def test_the_readme_is_assembled_from_its_pages():
+    spec = importlib.util.spec_from_file_location("assemble_readme", ROOT / "scripts" / "assemble_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.assembled(ROOT) == (ROOT / "README.md").read_text(), \
+        "README.md is stale: run python scripts/assemble_readme.py after editing docs/readme/"
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
@@ -45,68 +104,41 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m simpatterns.cli "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     env = dict(os.environ)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["COLUMNS"] = "200"
-    env["MPLBACKEND"] = "Agg"
+    env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), str(Path(__file__).parent),
+                                                    env.get("PYTHONPATH", "")] if p)
+    env.update(COLUMNS="200", MPLBACKEND="Agg", OMP_WAIT_POLICY="PASSIVE")
+    env.pop("SIMPATTERNS_LLM_BASE_URL", None)
     return env
 
 
-def _matches(expected: list[str], actual: list[str]) -> bool:
-    k = 0
-    for line in expected:
-        if line.strip() == "...":
-            return True
-        if k >= len(actual):
-            return False
-        got = actual[k].rstrip()
-        if line.endswith("..."):
-            if not got.startswith(line[:-3].rstrip()):
-                return False
-        elif got != line.rstrip():
-            return False
-        k += 1
-    return k == len(actual)
-
-
-def _run_transcript(body: str, cwd: Path, env: dict[str, str]) -> None:
-    commands: list[tuple[str, list[str]]] = []
-    for line in body.splitlines():
-        if line.startswith("$ "):
-            commands.append((line[2:], []))
-        elif commands:
-            commands[-1][1].append(line)
-    assert commands, "a transcript block without a $ command"
-    for command, expected in commands:
-        res = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-        printed = (res.stdout + res.stderr).splitlines()
-        while expected and not expected[-1].strip():
-            expected.pop()
-        assert _matches(expected, printed), f"$ {command}\n--- README\n" + "\n".join(expected) + \
-            "\n--- printed\n" + "\n".join(printed)
-
-
-@pytest.mark.parametrize("name", sorted(SESSIONS))
-def test_readme_block_runs_as_written(name, tmp_path):
+@pytest.mark.parametrize("key", sorted(SESSIONS))
+def test_block_runs_as_written(key, tmp_path):
+    name = key.split(":", 1)[1]
     env = _environment(tmp_path)
     work = tmp_path / "fresh"
     work.mkdir()
-    subprocess.run(["simpatterns", "examples"], cwd=work, env=env,
-                   check=True, capture_output=True, timeout=120)
-    python: list[str] = []
-    for lang, body in SESSIONS[name]:
-        if lang in ("bash", "sh"):
-            res = subprocess.run(["bash", "-eu", "-c", body], cwd=work, env=env, capture_output=True, text=True,
-                                 timeout=600)
-            assert res.returncode == 0, f"{body}\n--- stderr\n{res.stderr[-3000:]}"
-            assert "Traceback" not in res.stderr
-        elif lang == "python":
-            python.append(body)
-        else:
-            _run_transcript(body, work, env)
-    if python:
-        script = work / f"readme_{name}.py"
-        script.write_text("\n\n".join(python) + "\n")
-        res = subprocess.run([sys.executable, str(script)], cwd=work, env=env, capture_output=True, text=True,
+    subprocess.run(["simpatterns", "examples"], cwd=work, env=env, check=True, capture_output=True, timeout=120)
+    if name in SETUP:
+        res = subprocess.run(["bash", "-eu", "-c", SETUP[name]], cwd=work, env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, f"setup of {name}:\n{res.stderr[-3000:]}"
+    script = session_script(SESSIONS[key])
+    server = None
+    shown = [b.body for b in SESSIONS[key] if b.is_server_script]
+    if name in SERVERS or shown:
+        from simpatterns.llm.testing import ScriptedLLMServer
+
+        (tmp_path / "script.json").write_text(shown[0] if shown else json.dumps(SERVERS[name]))
+        server = ScriptedLLMServer.from_script(tmp_path / "script.json").start()
+        script = script.replace(LOCAL_SERVER, server.base_url)
+        env["SIMPATTERNS_LLM_BASE_URL"] = server.base_url
+    try:
+        path = work / f"readme_{name}.py"
+        path.write_text(script)
+        res = subprocess.run([sys.executable, str(path)], cwd=work, env=env, capture_output=True, text=True,
                              timeout=600)
-        assert res.returncode == 0, f"{script.read_text()}\n--- stderr\n{res.stderr[-3000:]}"
+    finally:
+        if server is not None:
+            server.stop()
+    assert res.returncode == 0, f"{res.stderr[-6000:]}\n--- the session's script\n{script}"

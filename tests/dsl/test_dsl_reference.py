@@ -44,7 +44,7 @@ def test_docs_embed_the_generated_predicate_reference():
 
 def test_docs_examples_parse():
     docs = (ROOT / "docs" / "dsl.md").read_text()
-    for block in re.findall(r"```\n(.*?)```", docs, re.S):
+    for block in re.findall(r"```(?:rwd)?\n(.*?)```", docs, re.S):
         if block.lstrip().startswith(("#", "AND(")) and "simpatterns " not in block and "error[" not in block:
             parse(block)
 
