@@ -872,6 +872,13 @@ def _none_text(view: TraceView, names: tuple[str | None, ...], where: Where) -> 
     return "".join(f'; no body here is "{n}"' for n in empty)
 
 
+def _unsimulated_text(ctx, asked: int) -> str:
+    """Says when a verdict read a frame the rollout did not reach (the frozen completion)."""
+    if asked <= ctx.last:
+        return ""
+    return f"; frame {asked} was not simulated: the last, frame {ctx.last}, stands for it"
+
+
 class NearbyAt(Node):
     """The body's centre is within ``radius`` of the point (x, y) — or of the
     centre of the ``target`` body — at time ``t`` (default 1.0, the end), or
@@ -994,8 +1001,9 @@ class NearbyAt(Node):
         d, r, f = self.distance(ctx)
         to = f'"{self.target}"' if self.target is not None else str(tuple(round(v, 3) for v in self.point))
         view = ctx.need_view(self.where, "NEARBY_AT")
+        asked = ctx.frame(self.t) if self.window is None else ctx.window(self.window)[0]
         return (f"distance {d:.3g} to {to} at frame {f} (t={ctx.fraction(f):.2f}); radius {r:.3g}"
-                + _none_text(view, (self.body, self.target), self.where))
+                + _none_text(view, (self.body, self.target), self.where) + _unsimulated_text(ctx, asked))
 
 
 def bridge_gaps(touching: np.ndarray, k: int, tail: int = 0) -> np.ndarray:
@@ -1170,7 +1178,7 @@ class Touching(Node):
         state = "touching" if self._touching_at(ctx, f) else "not touching"
         empty = _none_text(ctx.view, (self.a, self.b), self.where) if ctx.view is not None else ""
         return (f"{state} at frame {f} (t={self.t:g}); touching at {int(np.count_nonzero(s))} frames in all "
-                f"(from {src}){empty}")
+                f"(from {src}){empty}" + _unsimulated_text(ctx, f))
 
 
 class Distance(Node):
