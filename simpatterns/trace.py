@@ -750,7 +750,10 @@ def collision_events(
         return []
     n = len(names)
     key = contact_a.astype(np.int64) * n + contact_b.astype(np.int64)
-    order = np.lexsort((contact_frame, key))
+    if contact_frame.size > 1 and (contact_frame[1:] < contact_frame[:-1]).any():
+        order = np.lexsort((contact_frame, key))
+    else:  # rows in frame order (as traces store them): a stable sort by pair is the same order, 3x cheaper
+        order = np.argsort(key, kind="stable")
     k, f = key[order], contact_frame[order].astype(np.int64)
     new_run = np.ones(k.size, dtype=bool)
     new_run[1:] = (k[1:] != k[:-1]) | (f[1:] != f[:-1] + 1)

@@ -271,3 +271,33 @@ def test_rollouts_do_not_leak_memory():
     for _ in range(60):
         simulate(scene, a, stop_on_success=False)
     assert _rss_mb() - before < 25
+
+
+def test_merged_contacts_do_not_depend_on_the_order_chipmunk_reports_arbiters():
+    # chipmunk lists arbiters in an order that follows memory addresses (it differs between
+    # processes); a jar's parts give several rows per (frame, pair), which are summed
+    from simpatterns.simulators.phyre.physics import merge_contact_rows
+
+    rng = np.random.default_rng(0)
+    frames = np.repeat(np.arange(1, 41), 6)
+    pairs = np.tile([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [0, 2]], (40, 1))  # groups of 3, 2 and 1
+    values = rng.normal(size=(frames.size, 5)) * [100, 100, 1, 1, 1e3]
+    rows = np.column_stack([frames, pairs, values])
+    merged = merge_contact_rows(rows, 3)
+    assert merged["contact_frame"].size == 3 * 40 and np.all(np.diff(merged["contact_frame"]) >= 0)
+    for seed in range(5):
+        shuffled = rows[np.random.default_rng(seed).permutation(rows.shape[0])]
+        shuffled = shuffled[np.argsort(shuffled[:, 0], kind="stable")]  # steps come in order, arbiters do not
+        again = merge_contact_rows(shuffled.copy(), 3)
+        for name, arr in merged.items():
+            assert arr.dtype == again[name].dtype and arr.tobytes() == again[name].tobytes(), name
+    # the caller's rows are left as they were
+    before = rows.copy()
+    merge_contact_rows(rows, 3)
+    assert rows.tobytes() == before.tobytes()
+    # three rows of one pair: the impulse is their sum, the point their mean, the normal their unit sum
+    k = np.flatnonzero((merged["contact_frame"] == 1) & (merged["contact_a"] == 0) & (merged["contact_b"] == 1))[0]
+    g = rows[:3]
+    assert np.isclose(merged["contact_impulse"][k], g[:, 7].sum())
+    assert np.allclose(merged["contact_point"][k], g[:, 3:5].mean(axis=0))
+    assert np.allclose(merged["contact_normal"][k], g[:, 5:7].sum(axis=0) / np.linalg.norm(g[:, 5:7].sum(axis=0)))

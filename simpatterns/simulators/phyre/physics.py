@@ -171,6 +171,7 @@ class _World:
             self.space.add(body, *shapes)
             self.bodies.append(body)
         self.dynamic_index = [i for i, spec in enumerate(specs) if spec.dynamic]
+        self.body_ids = np.array([b.id for b in self.bodies], dtype=np.uintp)  # what arbiters name bodies by
 
     def overlapping(self, index: int) -> list[int]:
         """Bodies whose shapes overlap (penetrate) body ``index``'s shapes."""
@@ -510,33 +511,43 @@ def _space_body_order(world: _World) -> dict[int, int]:
     _lib.cpSpaceEachBody(world.space._space, _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched"), data)
     ids = probe.ints().tolist()
     probe.free()
-    by_id = {b.id: b for b in world.bodies}
+    by_id = {i: b for i, b in zip(world.body_ids.tolist(), world.bodies)}
     return {id(by_id[i]): k for k, i in enumerate(ids)}
 
 
 def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarray:
-    """Batched arbiter data -> (frame, a, b, px, py, nx, ny, impulse) rows, a < b."""
-    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).reshape(-1, 3)  # views: only kept rows are copied
-    floats = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 6)
-    if ints.shape[0] == 0:
+    """Batched arbiter data -> (frame, a, b, px, py, nx, ny, impulse) rows, a < b, in step order.
+
+    Works column by column on strided views: gathering whole rows of a [K, 3] or [K, 6]
+    array, or writing through a boolean mask and a slice at once, costs 10-40x more
+    per element in numpy (the rows are small)."""
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # views: (body a id, body b id, contacts) per arbiter
+    floats = np.frombuffer(buf.float_buf(), dtype=np.float64)  # (impulse x, y, normal x, y, point x, y)
+    if ints.size == 0:
         return np.zeros((0, 8))
-    per_step = np.diff(counts) // 3
-    keep = np.flatnonzero(ints[:, 2] > 0)  # cached arbiters of shapes whose boxes overlap but do not touch
-    frame = np.repeat(np.arange(1, counts.size), per_step)[keep]
-    ints, floats = ints[keep], floats[keep]
-    ids = np.array([b.id for b in world.bodies], dtype=np.uintp)
+    frame = np.repeat(np.arange(1, counts.size, dtype=np.float64), np.diff(counts) // 3)
+    touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
+    keep = None if touching.all() else np.flatnonzero(touching)
+
+    def column(values: np.ndarray, width: int, j: int) -> np.ndarray:
+        col = values[j::width]
+        return col if keep is None else col[keep]
+
+    ids = world.body_ids
     order = np.argsort(ids)
-    a = order[np.searchsorted(ids[order], ints[:, 0])]
-    b = order[np.searchsorted(ids[order], ints[:, 1])]
+    a = order[np.searchsorted(ids[order], column(ints, 3, 0))]
+    b = order[np.searchsorted(ids[order], column(ints, 3, 1))]
     swap = a > b
-    rows = np.empty((keep.size, 8))
-    rows[:, 0] = frame
+    sign = np.where(swap, -1.0, 1.0)  # the normal points from a to b
+    rows = np.empty((a.size, 8))
+    rows[:, 0] = frame if keep is None else frame[keep]
     rows[:, 1] = np.where(swap, b, a)
     rows[:, 2] = np.where(swap, a, b)
-    rows[:, 3:5] = floats[:, 4:6]
-    rows[:, 5:7] = floats[:, 2:4]
-    rows[swap, 5:7] *= -1
-    rows[:, 7] = np.hypot(floats[:, 0], floats[:, 1])
+    rows[:, 3] = column(floats, 6, 4)
+    rows[:, 4] = column(floats, 6, 5)
+    rows[:, 5] = column(floats, 6, 2) * sign
+    rows[:, 6] = column(floats, 6, 3) * sign
+    rows[:, 7] = np.hypot(column(floats, 6, 0), column(floats, 6, 1))
     return rows
 
 
@@ -557,31 +568,43 @@ def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
     (a jar's three parts can touch the same body in one step)."""
     if rows.shape[0] == 0:
         return empty_contacts(2)
-    frame = rows[:, 0].astype(np.int64)
-    a = rows[:, 1].astype(np.int64)
-    b = rows[:, 2].astype(np.int64)
-    key = (frame * n + a) * n + b
-    order = np.argsort(key, kind="stable")
-    key, rows = key[order], rows[order]
+    key = (rows[:, 0].astype(np.int64) * n + rows[:, 1].astype(np.int64)) * n + rows[:, 2].astype(np.int64)
+    if key.size > 1 and (key[1:] < key[:-1]).any():  # step order sorts frames; pairs within a step come unsorted
+        order = np.argsort(key, kind="stable")
+        key, rows = key[order], rows[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
-    if not first.all():
-        # rows of one key are summed in an order fixed by their values: chipmunk's arbiter
-        # order follows memory addresses, so it differs between processes, and so would
-        # the last bits of the sums
-        order = np.lexsort((rows[:, 7], rows[:, 6], rows[:, 5], rows[:, 4], rows[:, 3], key))
-        key, rows = key[order], rows[order]
     if first.all():
-        point, normal, impulse = rows[:, 3:5], rows[:, 5:7], rows[:, 7]
-    else:
-        starts = np.nonzero(first)[0]
-        counts = np.diff(np.append(starts, key.size))
-        point = np.add.reduceat(rows[:, 3:5], starts, axis=0) / counts[:, None]
-        normal = np.add.reduceat(rows[:, 5:7], starts, axis=0)
-        norm = np.linalg.norm(normal, axis=1, keepdims=True)
-        normal = np.divide(normal, norm, out=np.zeros_like(normal), where=norm > 0)
-        impulse = np.add.reduceat(rows[:, 7], starts)
-        key = key[starts]
+        return _contact_columns(key, n, rows[:, 3:5], rows[:, 5:7], rows[:, 7])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, key.size))
+    # Rows of one key are summed in an order fixed by their values: chipmunk's arbiter order
+    # follows memory addresses, so it differs between processes, and so would the last bits
+    # of the sums. Two rows sum the same in either order (IEEE addition commutes): only
+    # groups of three or more are ordered, by point x, and by every column if x ties.
+    big = counts >= 3
+    if big.any():
+        at = np.flatnonzero(np.repeat(big, counts))
+        group, k = rows[at], key[at]
+        order = np.lexsort((group[:, 3], k))
+        x, ks = group[order, 3], k[order]
+        if ((x[1:] == x[:-1]) & (ks[1:] == ks[:-1])).any():
+            order = np.lexsort((group[:, 7], group[:, 6], group[:, 5], group[:, 4], group[:, 3], k))
+        rows = rows.copy()  # the caller's rows stay as they were
+        rows[at] = group[order]
+
+    def total(j: int) -> np.ndarray:
+        return np.add.reduceat(rows[:, j], starts)
+
+    point = np.stack([total(3) / counts, total(4) / counts], axis=1)
+    normal = np.stack([total(5), total(6)], axis=1)
+    norm = np.sqrt(normal[:, :1] * normal[:, :1] + normal[:, 1:] * normal[:, 1:])  # = linalg.norm, bit for bit
+    normal = np.divide(normal, norm, out=np.zeros_like(normal), where=norm > 0)
+    return _contact_columns(key[starts], n, point, normal, total(7))
+
+
+def _contact_columns(key: np.ndarray, n: int, point: np.ndarray, normal: np.ndarray,
+                     impulse: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "contact_frame": (key // (n * n)).astype(np.int32),
         "contact_a": ((key // n) % n).astype(np.int16),
