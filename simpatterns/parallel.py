@@ -209,6 +209,14 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def _install_stop_handlers() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when work stops
     signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _quiet_stop
+
+
+def _quiet_stop(unraisable: Any) -> None:
+    """A stop that landed inside a ``__del__`` cannot unwind the item (Python prints it and
+    goes on): say nothing; `_run_items` stops before the next item."""
+    if not isinstance(unraisable.exc_value, WorkerStopped):
+        sys.__unraisablehook__(unraisable)
 
 
 def _worker_init(setup: WorkerSetup | None) -> None:

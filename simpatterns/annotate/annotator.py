@@ -143,9 +143,10 @@ def _load(item: Trace | str) -> Trace:
     return item if isinstance(item, Trace) else Trace.load(item)
 
 
-def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str]) -> Annotation:
-    """A whole trace through a trusted-only library (in a worker, or in this process)."""
-    item, trace_id, on_error = job
+def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str, str | None]) -> Annotation:
+    """A whole trace through a trusted-only library (in a worker, or in this process),
+    saved where it is made when a path is given (the parent does not write it)."""
+    item, trace_id, on_error, save_path = job
     try:
         trace = _load(item)
     except TraceFormatError as exc:
@@ -154,7 +155,14 @@ def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str]) -
         return unreadable(trace_id, library.order(), exc)
     state = TraceState(trace, trace_id)
     run_trusted_phase(state, library, library.order())
-    return state.annotation(library.order())
+    return _saved(state.annotation(library.order()), save_path)
+
+
+def _saved(annotation: Annotation, path: str | None) -> Annotation:
+    """``annotation``, written to ``path`` first (not an unreadable trace's empty one)."""
+    if path is not None and TRACE_ERROR_KEY not in annotation.errors:
+        annotation.save(path)  # a failure is a WriteError naming the file
+    return annotation
 
 
 def _trusted_phase_item(library: PatternLibrary, job: tuple[Any, ...]) -> tuple[dict, dict, dict]:
@@ -175,11 +183,17 @@ def annotate_iter(
     trace_ids: Sequence[str] | None = None,
     on_error: str = "raise",
     sandbox: SandboxPolicy | None = None,
+    save_to: Sequence[str | os.PathLike] | None = None,
 ) -> Iterator[tuple[int, Annotation]]:
     """Annotate many traces (objects or ``.npz`` paths), yielding ``(index, annotation)``
     as each trace is done (with ``workers > 1`` not necessarily in input order).
 
-    Arguments as `annotate_many`. The arguments are checked, and the AST gate has
+    Arguments as `annotate_many`; ``save_to`` (one path per trace) writes each
+    annotation (`Annotation.save`) before it is yielded, in the worker that made it
+    when the library is trusted (the writes run in parallel too; on a cluster the
+    path must be on a shared file system), else in this process. An unreadable
+    trace's empty annotation is not written. A write that fails raises `WriteError`
+    naming the file. The arguments are checked, and the AST gate has
     looked at every untrusted detector, when this is called (a rejection raises
     `LibraryError` before anything runs). Stopping the iteration (or Ctrl-C) stops
     the workers; the annotations already yielded are complete.
@@ -189,6 +203,9 @@ def annotate_iter(
     items: list[Trace | str] = [t if isinstance(t, Trace) else str(t) for t in traces_or_paths]
     if trace_ids is not None and len(trace_ids) != len(items):
         raise ValueError(f"trace_ids has {len(trace_ids)} entries for {len(items)} traces")
+    if save_to is not None and len(save_to) != len(items):
+        raise ValueError(f"save_to has {len(save_to)} paths for {len(items)} traces")
+    paths = [None if save_to is None else str(p) for p in (save_to or [None] * len(items))]
     ids = list(trace_ids) if trace_ids is not None else [
         it if isinstance(it, str) else str(it.meta.get("trace_id") or f"#{i}") for i, it in enumerate(items)
     ]
@@ -197,17 +214,18 @@ def annotate_iter(
     # started here, not on the first result: a local pool forks now, before the caller's
     # progress bar starts a thread (forking a threaded process needs a slow fork server)
     executor = make_executor(workers, _library_setup(library, workers))
-    return _run(items, ids, library, executor, on_error, sandbox or DEFAULT_POLICY)
+    return _run(items, ids, paths, library, executor, on_error, sandbox or DEFAULT_POLICY)
 
 
-def _run(items: list[Trace | str], ids: list[str], library: PatternLibrary, executor: Executor, on_error: str,
-         policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
+def _run(items: list[Trace | str], ids: list[str], paths: list[str | None], library: PatternLibrary,
+         executor: Executor, on_error: str, policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
     phases = plan_phases(library)
     with executor:
         if len(phases) == 1 and phases[0][0]:  # trusted only: each trace is one job
-            yield from executor.imap(_annotate_item, [(it, ids[i], on_error) for i, it in enumerate(items)])
+            yield from executor.imap(_annotate_item, [(it, ids[i], on_error, paths[i]) for i, it in enumerate(items)])
         else:
-            yield from _batched(items, ids, library, phases, executor, on_error, policy)
+            for i, ann in _batched(items, ids, library, phases, executor, on_error, policy):
+                yield i, _saved(ann, paths[i])
 
 
 def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, phases: list[Phase],

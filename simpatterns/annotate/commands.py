@@ -40,6 +40,7 @@ def annotate_cmd(
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
+    from simpatterns.files import check_target
     from simpatterns.parallel import parallel_map
     from simpatterns.sandbox.pool import allow_unsafe
 
@@ -69,9 +70,15 @@ def annotate_cmd(
     skipped = len(files) - len(todo)
     if skipped:
         note(f"{skipped} of {len(files)} annotation(s) up to date, skipped (--force redoes them)")
+    for i in todo:  # a file or folder in the way: one line before any work (workers write the annotations)
+        try:
+            check_target(_join(*destination(files[i])))
+        except OSError as exc:
+            _write_failed(destination(files[i])[0], exc)
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
         done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record",
-                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout))
+                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout),
+                             save_to=[_join(*destination(files[i])) for i in todo])
     except LibraryError as exc:
         fail(f"{exc}")
     rows: dict[int, tuple[str, ...]] = {}
@@ -103,8 +110,7 @@ def annotate_cmd(
                     say("unreadable", ann.errors[TRACE_ERROR_KEY])
                     bar.advance()
                     continue
-                try:
-                    ann.save(dest_dir / f"{stem}.annotation.jsonl")
+                try:  # the annotation itself was written by the worker that made it
                     if (text or plot or gif) and len(files) == 1:
                         _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=True)
                 except OSError as exc:
@@ -121,6 +127,9 @@ def annotate_cmd(
         except KeyboardInterrupt:
             stopped = True
             done.close()  # stops the workers now if Ctrl-C came between two results
+        except OSError as exc:  # an annotation could not be written (a WriteError names the file)
+            done.close()
+            _write_failed(root, exc)
     if renders and not stopped:  # plots and GIFs take seconds each: in parallel, with their own bar
         try:
             for _ in parallel_map(render, renders, workers=workers, chunksize=1,
@@ -151,6 +160,10 @@ def annotate_cmd(
 
 
 COLUMNS = ("trace", "frames", "events", "patterns fired", "ms", "errors")
+
+
+def _join(dest_dir: Path, stem: str) -> Path:
+    return dest_dir / f"{stem}.annotation.jsonl"
 
 
 def up_to_date(trace: Path, annotation: Path, patterns: list[str]) -> bool:

@@ -120,3 +120,30 @@ def test_annotate_iter_yields_each_trace_as_it_is_done(drop_traces, small_librar
         annotate_iter(items, small_library, on_error="ignore")
     with pytest.raises(ValueError, match="trace_ids"):
         annotate_iter(items, small_library, trace_ids=["a"])
+
+
+def test_annotate_iter_saves_each_annotation_where_it_is_made(drop_traces, small_library, tmp_path):
+    from simpatterns.files import WriteError
+
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    items = [drop_traces[0], bad, drop_traces[1], drop_traces[2]]
+    for workers in (1, 2):
+        dest = [tmp_path / f"w{workers}" / f"a{k}.annotation.jsonl" for k in range(len(items))]
+        seen = dict(annotate_iter(items, small_library, workers=workers, on_error="record", save_to=dest))
+        for k, ann in seen.items():
+            if k == 1:  # an unreadable trace's empty annotation is not written
+                assert TRACE_ERROR_KEY in ann.errors and not dest[k].exists()
+            else:
+                assert Annotation.load(dest[k]).equals(ann)
+        assert sorted(p.name for p in (tmp_path / f"w{workers}").iterdir()) == ["a0.annotation.jsonl",
+                                                                               "a2.annotation.jsonl",
+                                                                               "a3.annotation.jsonl"]
+    # a write that fails names the file, from a worker as from this process
+    (tmp_path / "taken").write_text("a file where a folder should be")
+    for workers in (1, 2):
+        with pytest.raises(WriteError, match="taken"):
+            list(annotate_iter([items[0], items[2]], small_library, workers=workers,
+                               save_to=[tmp_path / "taken" / "x.jsonl", tmp_path / "taken" / "y.jsonl"]))
+    with pytest.raises(ValueError, match="save_to"):
+        annotate_iter(items, small_library, save_to=[tmp_path / "one"])

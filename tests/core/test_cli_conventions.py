@@ -264,3 +264,36 @@ def test_tables_keep_the_identifying_column_whole_at_a_narrow_width():
     print_table(table, console)
     text = buf.getvalue()
     assert all(f"T00000_V000_random{k}.npz" in text for k in range(6)) and "…" not in text
+
+
+def test_the_command_map_names_what_each_module_registers():
+    # main() imports only the module of the command being run, found through cli.COMMANDS
+    import importlib
+
+    import typer
+
+    from simpatterns import cli
+
+    for module, names in cli.COMMANDS.items():
+        one = typer.Typer()
+        importlib.import_module(module).register(one)
+        registered = [c.name for c in one.registered_commands] + [g.name for g in one.registered_groups]
+        assert sorted(registered) == sorted(names), module
+    everything = set(typer.main.get_command(app).commands)
+    assert everything == {n for names in cli.COMMANDS.values() for n in names} | set(cli.BUILTIN_COMMANDS)
+    assert cli.modules_for(["--debug", "annotate", "runs", "-j", "2"]) == ("simpatterns.annotate.commands",)
+    assert cli.modules_for(["reward", "check", "x.rwd"]) == ("simpatterns.dsl.commands",)
+    assert cli.modules_for(["examples", "-o", "x"]) == () and cli.modules_for(["--version"]) == ()
+    assert cli.modules_for([]) == cli.modules_for(["--help"]) == cli.modules_for(["nosuch"]) == cli.COMMAND_MODULES
+
+
+def test_a_command_runs_without_importing_the_other_commands_modules():
+    code = ("import sys; from simpatterns import cli; sys.argv = ['simpatterns', 'scenes']; "
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: cli.main()\n"
+            "    except SystemExit as e: assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m in cli.COMMANDS or m.startswith('mujoco')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['simpatterns.simulators.commands']"
