@@ -8,6 +8,10 @@
    and on a local Ray cluster (``ray.init(num_cpus=2)``) with 1 and 2 workers.
 2. ``annotate_many`` of ``--traces`` of those files (what ``annotate -j N``
    runs) with the built-in library, local 1 and 2 workers, and Ray 2 workers.
+3. The ``simpatterns annotate DIR -j N --force`` command itself on a folder of
+   those files, 1 and 2 workers, each a fresh process (start-up, reading,
+   annotating, writing every annotation, the summary table), and the start-up
+   alone (``simpatterns --version``).
 
 The configurations are interleaved rep by rep (each sees the same load) and the
 best wall time of each is printed with the speed-up against 1 local worker.
@@ -30,6 +34,7 @@ import contextlib
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +80,9 @@ def report(title: str, best: dict[str, tuple[float, float, Any]], n: int, unit: 
     base = best["local -j 1"][0]
     print(f"\n== {title}  ({load()})")
     for name, (wall, cpu, _) in best.items():
+        if name == "start-up":
+            print(f"  {name:12s} {wall:7.2f} s")
+            continue
         cpu_note = f", CPU {cpu:.2f} s" if name.startswith("local") else ""
         print(f"  {name:12s} {wall:7.2f} s  {n / wall:7.1f} {unit}/s  speed-up {base / wall:5.2f}x{cpu_note}")
 
@@ -109,6 +117,14 @@ def main() -> None:
                 return build_dataset(jobs, out, workers=workers)
         return go
 
+    def command(*argv: str) -> Callable[[], int]:
+        def go() -> int:
+            done = subprocess.run([sys.executable, "-m", "simpatterns.cli", *argv], capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"simpatterns {' '.join(argv)} failed: {done.stderr.strip()}")
+            return done.returncode
+        return go
+
     def annotation(workers: int, backend: str) -> Callable[[], list]:
         def go() -> list:
             with use_backend(backend) if use_backend else contextlib.nullcontext():
@@ -122,6 +138,13 @@ def main() -> None:
         del paths[args.traces:]
         annotate_many(paths[:4], lib)  # imports and caches warm
         ann = run({"local -j 1": annotation(1, "local"), "local -j 2": annotation(2, "local")}, args.reps + 1)
+        folder = root / "annotate-command"
+        folder.mkdir()
+        for p in paths:
+            shutil.copy2(p, folder / p.name)
+        cmd = run({"local -j 1": command("annotate", str(folder), "-j", "1", "-q", "--force"),
+                   "local -j 2": command("annotate", str(folder), "-j", "2", "-q", "--force"),
+                   "start-up": command("--version")}, args.reps + 1)
         if ray_ok:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
             ds_ray = run({"local -j 1": dataset(1, "local"), "ray -j 1": dataset(1, "ray"),
@@ -137,6 +160,8 @@ def main() -> None:
         report(f"annotate_many, {len(paths)} trace files, built-in library, local pool", ann, len(paths), "traces")
         c1, c2 = ann["local -j 1"][1], ann["local -j 2"][1]
         print(f"  CPU seconds, 2 workers / 1: {c2 / c1:.2f} (parent + workers; 1.00 = no extra work)")
+        report(f"the simpatterns annotate command, {len(paths)} trace files (a process each; "
+               f"'start-up' is simpatterns --version)", cmd, len(paths), "traces")
         if ray_ok:
             report(f"build_dataset, {len(jobs)} rollouts, Ray (local cluster, 2 CPUs)", ds_ray, len(jobs), "rollouts")
             report(f"annotate_many, {len(paths)} trace files, Ray (local cluster, 2 CPUs)", ann_ray, len(paths),
