@@ -33,6 +33,7 @@ computed by the same function from the same inputs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import multiprocessing
 import os
@@ -287,7 +288,14 @@ class ProcessExecutor(Executor):
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                              initializer=_worker_init, initargs=(self._setup,))
             if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
-                self._pool.submit(int)            # the pool's own thread (or a progress bar's) starts
+                # the pool's own thread (or a progress bar's) starts. This process's objects are
+                # frozen meanwhile: a worker's garbage collection would otherwise write to every
+                # one of them, copying all their memory pages (Python's advice for fork)
+                gc.freeze()
+                try:
+                    self._pool.submit(int)
+                finally:
+                    gc.unfreeze()
         return self._pool
 
     def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:

@@ -84,6 +84,28 @@ def test_setup_is_built_once_per_worker_and_passed_first():
     assert len({pid for _, pid in out}) <= 2
 
 
+def _frozen(_: int) -> int:
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_forked_workers_leave_the_parents_objects_alone_and_the_parent_unfrozen():
+    # the parent's objects are frozen while the workers fork (a worker's garbage collection
+    # would otherwise copy every page holding them), then given back to the parent's collector
+    import gc
+
+    from simpatterns.parallel import start_method
+
+    held = [{"k": i} for i in range(20000)]  # objects a worker must not touch
+    with ProcessExecutor(2, start=True) as ex:
+        assert gc.get_freeze_count() == 0
+        in_workers = ex.map(_frozen, range(4), chunksize=1)
+    if start_method() == "fork":
+        assert min(in_workers) >= len(held)
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_failing_item_raises_in_the_caller():
     with pytest.raises(ValueError, match="seven"):
         list(parallel_map(_fail_on_seven, list(range(20)), workers=2, chunksize=1))
