@@ -291,11 +291,14 @@ class ProcessExecutor(Executor):
                 # the pool's own thread (or a progress bar's) starts. This process's objects are
                 # frozen meanwhile: a worker's garbage collection would otherwise write to every
                 # one of them, copying all their memory pages (Python's advice for fork)
-                gc.freeze()
+                ours = gc.get_freeze_count() == 0  # a caller's own freeze is left as it is
+                if ours:
+                    gc.freeze()
                 try:
                     self._pool.submit(int)
                 finally:
-                    gc.unfreeze()
+                    if ours:
+                        gc.unfreeze()
         return self._pool
 
     def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:

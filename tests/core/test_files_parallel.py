@@ -104,6 +104,15 @@ def test_forked_workers_leave_the_parents_objects_alone_and_the_parent_unfrozen(
     if start_method() == "fork":
         assert min(in_workers) >= len(held)
     assert gc.get_freeze_count() == 0
+    # a caller that froze its own objects keeps them frozen
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with ProcessExecutor(2, start=True) as ex:
+            ex.map(_frozen, range(2))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_a_failing_item_raises_in_the_caller():
