@@ -610,6 +610,7 @@ class Trace:
 _NPY_HEADER = re.compile(
     r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (False|True), 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
 _NPY_MAX_HEADER = 1 << 20  # numpy writes headers of a few hundred bytes
+_NPY_USUAL_HEADER = 128  # what numpy writes for a plain dtype and shape (a multiple of 64): one step
 
 
 @dataclass(frozen=True)
@@ -624,9 +625,10 @@ class _Member:
 class _NpzArrays:
     """The arrays of an ``.npz`` held in memory, read as ``np.load`` reads them but
     without its per-array costs (a ZipExtFile per member, ``ast.literal_eval`` of each
-    header): `declared` decompresses only a member's .npy header, and a member's data
-    is one ``zlib`` call that stops at the size its header declares (so a small file
-    cannot expand into more than it declared), CRC-checked."""
+    header): `declared` decompresses only a member's .npy header, and reading the member
+    continues the same ``zlib`` stream (nothing is inflated twice) up to the size its
+    header declares, so a small file cannot expand into more than it declared; the
+    data is inflated straight into the array's own memory, CRC-checked."""
 
     def __init__(self, raw: bytes):
         self._raw = raw
@@ -634,6 +636,7 @@ class _NpzArrays:
         self._info = {i.filename[:-4] if i.filename.endswith(".npy") else i.filename: i for i in zf.infolist()}
         self.files = list(self._info)
         self._members: dict[str, _Member] = {}
+        self._started: dict[str, tuple[zipfile.ZipInfo, _Inflater, bytes]] = {}  # header read, data next
 
     def _body(self, name: str) -> tuple[zipfile.ZipInfo, bytes]:
         info = self._info[name]
@@ -646,20 +649,13 @@ class _NpzArrays:
             raise ValueError(f"{info.filename} uses an unsupported compression ({info.compress_type})")
         return info, self._raw[begin:begin + info.compress_size]
 
-    @staticmethod
-    def _inflate(info: zipfile.ZipInfo, body: bytes, limit: int) -> tuple[bytes, bool]:
-        """At most ``limit`` bytes of the member, and whether that is all of it."""
-        if info.compress_type == zipfile.ZIP_STORED:
-            return body[:limit], len(body) <= limit
-        d = zlib.decompressobj(-15)
-        data = d.decompress(body, limit)
-        return data, d.eof and not d.unconsumed_tail
-
     def declared(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
-        """Shape and dtype from the member's .npy header (only the header is inflated)."""
+        """Shape and dtype from the member's .npy header (only the header is inflated; the
+        data goes on from there when the array is read)."""
         if name not in self._members:
             info, body = self._body(name)
-            head, _ = self._inflate(info, body, 12)
+            stream = _Inflater(info, body)
+            head = stream.read(_NPY_USUAL_HEADER)
             if head[:6] != b"\x93NUMPY" or len(head) < 12:
                 raise ValueError(f"{info.filename} is not a .npy array")
             if head[6] == 1:
@@ -668,19 +664,21 @@ class _NpzArrays:
                 (hlen,), hstart = struct.unpack("<I", head[8:12]), 12
             if hlen > _NPY_MAX_HEADER:
                 raise ValueError(f"{info.filename} has a {hlen}-byte .npy header")
-            head, _ = self._inflate(info, body, hstart + hlen)
+            if len(head) < hstart + hlen:
+                head += stream.read(hstart + hlen - len(head))
             m = _NPY_HEADER.match(head[hstart:hstart + hlen].decode("latin1"))
             if m is not None:
                 dtype, fortran = np.dtype(m.group(1)), m.group(2) == "True"
                 shape = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
             else:  # an unusual header (structured dtype, ...): numpy parses it, still only the header
-                fh = io.BytesIO(head)
+                fh = io.BytesIO(head[:hstart + hlen])
                 version = np.lib.format.read_magic(fh)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
                 shape, fortran, dtype = read(fh)
                 shape = tuple(int(n) for n in shape)
             count = math.prod(shape)
             self._members[name] = _Member(shape, dtype, bool(fortran), hstart + hlen, count * dtype.itemsize)
+            self._started[name] = (info, stream, head)
         m = self._members[name]
         return m.shape, m.dtype
 
@@ -689,17 +687,50 @@ class _NpzArrays:
         m = self._members[name]
         if m.dtype.hasobject:
             raise ValueError(f"{name} holds Python objects")
-        info, body = self._body(name)
-        data, complete = self._inflate(info, body, m.start + m.nbytes)
-        if len(data) < m.start + m.nbytes:
+        started = self._started.pop(name, None)
+        if started is None:  # read before: inflate it again from the start
+            info, body = self._body(name)
+            started = (info, _Inflater(info, body), b"")
+        info, stream, head = started
+        total = m.start + m.nbytes
+        if len(head) > total:
+            raise ValueError(f"{info.filename} holds more data than its header declares")
+        data = bytearray(head)  # the array's own writable memory (np.load's arrays are writable)
+        data += stream.read(total - len(head))  # never more than the header declares
+        if len(data) < total:
             raise ValueError(f"{info.filename} holds less data than its header declares")
-        if not complete:
+        if not stream.complete():
             raise ValueError(f"{info.filename} holds more data than its header declares")
         if zlib.crc32(data) != info.CRC:
             raise zipfile.BadZipFile(f"bad CRC of {info.filename}")
-        # a writable array of its own (np.load's are too); bytearray -> no second copy
-        flat = np.frombuffer(bytearray(data[m.start:]), dtype=m.dtype, count=math.prod(m.shape))
+        flat = np.frombuffer(data, dtype=m.dtype, count=math.prod(m.shape), offset=m.start)
         return flat.reshape(m.shape, order="F" if m.fortran else "C")
+
+
+class _Inflater:
+    """One member's data, inflated in steps of a given size (stored members are sliced)."""
+
+    def __init__(self, info: zipfile.ZipInfo, body: bytes):
+        self._body, self._pos = body, 0
+        self._zlib = zlib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
+
+    def read(self, n: int) -> bytes:
+        """The next at most ``n`` bytes."""
+        if n <= 0:
+            return b""
+        if self._zlib is None:
+            out = self._body[self._pos:self._pos + n]
+            self._pos += len(out)
+            return out
+        out = self._zlib.decompress(self._body, n)
+        self._body = self._zlib.unconsumed_tail
+        return out
+
+    def complete(self) -> bool:
+        """Whether everything has been read."""
+        if self._zlib is None:
+            return self._pos >= len(self._body)
+        return self._zlib.eof and not self._zlib.unconsumed_tail
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
