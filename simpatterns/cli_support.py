@@ -172,7 +172,8 @@ def interrupted(done: str, *, resume: bool = True) -> NoReturn:
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM behaves as Ctrl-C while the block runs (finished work is kept, temporary
-    files are removed); in the main thread only."""
+    files are removed), and neither is lost inside a ``__del__`` (`_interrupt_again`); in
+    the main thread only."""
     if sys.platform == "win32" or not _is_main_thread():
         yield
         return
@@ -181,10 +182,29 @@ def sigterm_as_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt("terminated")
 
     previous = signal.signal(signal.SIGTERM, handler)
+    hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook
+
+
+def _interrupt_again(unraisable: Any) -> None:
+    """A Ctrl-C (or SIGTERM) that lands inside a ``__del__`` or a weakref callback cannot
+    unwind there: Python prints it as "Exception ignored" and goes on, and the command
+    would run to its end. Deliver it again to the main thread, from another thread a moment
+    later (raised here, it would be swallowed in this hook); one that lands in a callback
+    again comes back here and goes round once more."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        import _thread
+        import threading
+
+        again = threading.Timer(0.02, _thread.interrupt_main)  # after this hook has returned
+        again.daemon = True
+        again.start()
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _is_main_thread() -> bool:

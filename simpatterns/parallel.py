@@ -32,6 +32,7 @@ computed by the same function from the same inputs.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import math
@@ -261,11 +262,74 @@ def start_method() -> str:
 
 
 STOP_GRACE_S = 0.5  # how long a stopped worker may take to unwind its item before SIGKILL
+_WAIT_S = 0.1  # the longest a Ctrl-C waits (`_shielded`) while results are awaited
 
 
 def default_chunksize(n_items: int, workers: int) -> int:
     """About eight chunks per worker (load balance), at most 64 items per chunk."""
     return max(1, min(64, math.ceil(n_items / max(1, workers * 8))))
+
+
+class _Held:
+    """A signal handler that records its signal instead of acting on it (`_shielded`)."""
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.caught.append(signum)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """Ctrl-C (and SIGTERM) are held back while the block runs and acted on when it ends.
+
+    The block calls into concurrent.futures, whose lock handling a KeyboardInterrupt can
+    cut in half (raised between acquiring a future's lock and the ``try`` that releases
+    it): the lock stays held, the pool's manager thread waits for it for ever, and the
+    process never exits. Blocks are short (waits use a timeout), so a stop is still
+    prompt. Only in the main thread, and only over Python's own or our handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = _Held()
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if isinstance(handler, _Held) or not callable(handler):
+            continue  # already held by an outer block, or ignored / default (nothing to raise)
+        previous[sig] = signal.signal(sig, held)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held.caught):
+            previous[sig](sig, None)  # what it would have done (KeyboardInterrupt), now, out here
+
+
+_OPEN_POOLS: "set[ProcessExecutor]" = set()  # strong: an executor dropped unclosed still has live workers
+_STOP_AT_EXIT = False
+
+
+def _track_open_pool(executor: "ProcessExecutor") -> None:
+    """Pools still open when the interpreter exits are stopped first. A Ctrl-C that lands
+    while a pool is being made or closed can leave it open, its workers idle, and
+    multiprocessing's own exit handler would then wait for them for ever. (Registered
+    after multiprocessing's handler, so it runs before it.)"""
+    global _STOP_AT_EXIT
+    _OPEN_POOLS.add(executor)
+    if not _STOP_AT_EXIT:
+        atexit.register(_stop_open_pools)
+        _STOP_AT_EXIT = True
+
+
+def _stop_open_pools() -> None:
+    for executor in list(_OPEN_POOLS):
+        try:
+            executor.stop()
+        except Exception:  # noqa: BLE001 - exiting: the others still get stopped
+            pass
 
 
 class ProcessExecutor(Executor):
@@ -284,26 +348,34 @@ class ProcessExecutor(Executor):
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            ctx = multiprocessing.get_context(start_method())
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                             initializer=_worker_init, initargs=(self._setup,))
-            if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
-                # the pool's own thread (or a progress bar's) starts. This process's objects are
-                # frozen meanwhile: a worker's garbage collection would otherwise write to every
-                # one of them, copying all their memory pages (Python's advice for fork)
-                ours = gc.get_freeze_count() == 0  # a caller's own freeze is left as it is
-                if ours:
-                    gc.freeze()
-                try:
-                    self._pool.submit(int)
-                finally:
-                    if ours:
-                        gc.unfreeze()
+            with _shielded():
+                self._start_pool()
+        assert self._pool is not None
         return self._pool
+
+    def _start_pool(self) -> None:
+        ctx = multiprocessing.get_context(start_method())
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                         initializer=_worker_init, initargs=(self._setup,))
+        if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
+            # the pool's own thread (or a progress bar's) starts. This process's objects are
+            # frozen meanwhile: a worker's garbage collection would otherwise write to every
+            # one of them, copying all their memory pages (Python's advice for fork)
+            ours = gc.get_freeze_count() == 0  # a caller's own freeze is left as it is
+            if ours:
+                gc.freeze()
+            try:
+                self._pool.submit(int)
+            finally:
+                if ours:
+                    gc.unfreeze()
+        _track_open_pool(self)
 
     def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:
         with self._submit_lock:
-            inner = self._ensure_pool().submit(_run_chunk, fn, [(0, item)])
+            pool = self._ensure_pool()
+            with _shielded():
+                inner = pool.submit(_run_chunk, fn, [(0, item)])
         return _first_result(inner)
 
     def imap(self, fn: Callable[..., Any], items: Iterable[Any], *,
@@ -319,10 +391,11 @@ class ProcessExecutor(Executor):
         max_in_flight = 2 * self.workers  # bounded: Ctrl-C has little to cancel
         try:
             while next_chunk < len(chunks) or pending:
-                while next_chunk < len(chunks) and len(pending) < max_in_flight:
-                    pending.add(pool.submit(_run_chunk, fn, chunks[next_chunk]))
-                    next_chunk += 1
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                with _shielded():  # Ctrl-C acts between these calls, never inside them
+                    while next_chunk < len(chunks) and len(pending) < max_in_flight:
+                        pending.add(pool.submit(_run_chunk, fn, chunks[next_chunk]))
+                        next_chunk += 1
+                    done, pending = wait(pending, timeout=_WAIT_S, return_when=FIRST_COMPLETED)
                 for fut in done:
                     yield from fut.result()
         except BaseException:
@@ -333,10 +406,15 @@ class ProcessExecutor(Executor):
             raise
 
     def stop(self) -> None:
+        with _shielded():  # a second Ctrl-C must not leave workers behind
+            self._stop()
+
+    def _stop(self) -> None:
         pool, self._pool = self._pool, None
+        _OPEN_POOLS.discard(self)
         if pool is None:
             return
-        processes = list(getattr(pool, "_processes", {}).values())  # no public way to stop workers
+        processes = list((getattr(pool, "_processes", None) or {}).values())  # no public way to stop workers
         pool.shutdown(wait=False, cancel_futures=True)  # queued work is dropped by the pool itself
         # SIGTERM first: the item in progress unwinds (temporary files removed); then SIGKILL
         # whatever has not exited after a short grace (a long C call cannot be interrupted)
@@ -364,9 +442,17 @@ class ProcessExecutor(Executor):
                 pass
 
     def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool = self._pool
+        if pool is None:
+            return
+        try:
+            with _shielded():
+                pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+                _OPEN_POOLS.discard(self)
+        except BaseException:  # shutting down failed: stop the workers now
+            self.stop()
+            raise
 
 
 # ------------------------------------------------------------ Ray

@@ -209,3 +209,23 @@ def test_a_temporary_left_open_by_an_interrupt_is_removed_at_exit_but_never_by_a
     files._remove_open_temporaries()
     assert not tmp.exists() and not (tmp_path / "out.txt").exists()
     fh.close()
+
+
+def test_ctrl_c_is_held_back_inside_pool_calls_and_acted_on_after():
+    # a KeyboardInterrupt raised inside concurrent.futures can leave a future's lock held and
+    # the process unable to exit; pool calls hold it back and raise it when they return
+    from simpatterns.parallel import _shielded
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with _shielded():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the signal arrives here, and is only recorded
+            steps.append("inside")
+        steps.append("after")
+    assert steps == ["inside"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+    with _shielded():  # without a signal nothing happens
+        with _shielded():  # nested: the outer block holds it
+            steps.append("nested")
+    assert steps == ["inside", "nested"]
