@@ -30,6 +30,7 @@ from simpatterns.annotate.annotator import annotate, annotate_many
 from simpatterns.annotate.sandboxed import close_shared_sandbox
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import get_template, simulate
+from machine import machine_line
 
 COPIED = ("bounce", "airborne", "brief tap", "high energy impact", "stack formed", "global rest")
 
@@ -60,6 +61,7 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=200)
     ap.add_argument("--evolved", type=int, default=4)
     args = ap.parse_args()
+    print(machine_line())
     traces = make_traces(args.traces)
     with tempfile.TemporaryDirectory() as tmp:
         path = evolved_library(min(args.evolved, len(COPIED)), Path(tmp) / "lib")

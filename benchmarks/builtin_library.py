@@ -33,6 +33,7 @@ from simpatterns.annotate.annotator import annotate, run_detector
 from simpatterns.annotate.phases import guarded_view
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+from machine import machine_line
 
 CLOCK = time.process_time  # CPU seconds: steadier than wall time on a shared machine
 
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--lengths", action="store_true", help="also measure runs of 125 to 4000 steps")
     args = parser.parse_args()
+    print(machine_line())
     lib = PatternLibrary.builtin()
     cases = mix()
     annotate(simulate(*cases[0], max_steps=50).trace, lib)  # warm imports and caches

@@ -37,6 +37,7 @@ from simpatterns.annotate.annotator import annotate
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.dsl import check, compile_program, parse
 from simpatterns.simulators.phyre import get_template, simulate
+from machine import machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = ROOT / "examples" / "goals"
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30, help="short timing runs per figure (the fastest counts)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    print(machine_line())
 
     lib = PatternLibrary.builtin()
     signatures = lib.signatures()

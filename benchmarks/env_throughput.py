@@ -32,6 +32,7 @@ from simpatterns.dsl import RewardProgram, builtin_library  # noqa: E402
 from simpatterns.envs.reward import RewardProgramWrapper  # noqa: E402
 from simpatterns.envs.scenes import task_program_text  # noqa: E402
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate  # noqa: E402
+from machine import machine_line  # noqa: E402
 
 
 def tasks_and_actions(n: int, seed: int = 0) -> list[tuple[str, int, object, np.ndarray]]:
@@ -64,6 +65,7 @@ def main() -> None:
     p.add_argument("--rollouts", type=int, default=60)
     p.add_argument("--reps", type=int, default=5)
     args = p.parse_args()
+    print(machine_line())
     cases = tasks_and_actions(args.rollouts)
     n = len(cases)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import openai
 
 from simpatterns.llm import ChatRequest, make_client
+from machine import machine_line
 
 ANSWER = 'AND(EVENT("collision", {"object_a": "green ball", "object_b": "blue bar"}))'
 MESSAGES = [
@@ -113,6 +114,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     args = ap.parse_args()
+    print(machine_line())
     proc, url = start_server()
     print(f"server {url} (separate process); {args.requests} requests per run, best of {args.repeats}; "
           f"{os.cpu_count()} CPUs")
