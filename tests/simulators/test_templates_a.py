@@ -149,3 +149,18 @@ def test_discard_removes_that_very_body():
         B.discard(twin)
     with pytest.raises(ValueError):
         B.discard(B.bottom_wall)
+
+
+def test_roles_follow_positions_even_for_equal_bodies():
+    # a body equal, field for field, to an earlier one still gets the role of its own position
+    import dataclasses
+
+    from simpatterns.simulators.phyre.scene import ROLE_CONFOUNDER, Scene
+
+    scene = get_template("00000").variant_scene(0)
+    g, s = scene.goal
+    twin = dataclasses.replace(scene.bodies[g])  # equal to the goal object, a new position
+    bodies = list(scene.bodies) + [twin]
+    moved = Scene(bodies, (len(bodies) - 1, s), scene.template, scene.variant, dict(scene.params), scene.description)
+    roles = [b.role for b in moved.trace_bodies()]
+    assert roles[-1] == ROLE_GOAL_OBJECT and roles[g] == ROLE_CONFOUNDER and roles[s] == ROLE_GOAL_SUBJECT

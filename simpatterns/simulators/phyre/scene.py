@@ -183,7 +183,7 @@ class Scene:
     def trace_bodies(self) -> list[Body]:
         """`Body` records (parts re-centred on the centre of mass)."""
         out = []
-        for spec in self.bodies:
+        for i, spec in enumerate(self.bodies):
             _, cx, cy = geo.parts_area_centroid(spec.parts)
             out.append(
                 Body(
@@ -191,7 +191,7 @@ class Scene:
                     color=spec.color or "black",
                     shape=spec.kind,
                     dynamic=spec.dynamic,
-                    role=role_of(self, spec),
+                    role=role_of(self, spec, i),
                     size=dict(spec.size),
                     parts=geo.shift_parts(spec.parts, -cx, -cy),
                 )
@@ -211,8 +211,9 @@ class Scene:
         return f"make the {a} touch the {b}"
 
 
-def role_of(scene: Scene, spec: BodySpec) -> str:
-    i = scene.bodies.index(spec)
+def role_of(scene: Scene, spec: BodySpec, i: int) -> str:
+    """The role of ``spec``, the ``i``-th body of ``scene`` (by position: two equal specs
+    can have different roles, and comparing specs field by field is slow)."""
     if spec.kind == "wall":
         return ROLE_WALL
     if scene.goal is not None and i == scene.goal[0]:
