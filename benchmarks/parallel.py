@@ -45,16 +45,12 @@ from simpatterns.annotate.annotator import annotate_many
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.dataset import build_dataset, plan_jobs
 from simpatterns.simulators.phyre import TEMPLATES
+from machine import machine_line
 
 try:  # absent before the Ray backend: the script then measures the local pool only
     from simpatterns.parallel import use_backend
 except ImportError:  # pragma: no cover - older checkouts
     use_backend = None
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count()} cores"
 
 
 def cpu_s() -> float:
@@ -78,7 +74,7 @@ def run(configs: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[flo
 
 def report(title: str, best: dict[str, tuple[float, float, Any]], n: int, unit: str) -> None:
     base = best["local -j 1"][0]
-    print(f"\n== {title}  ({load()})")
+    print(f"\n== {title}  ({machine_line()})")
     for name, (wall, cpu, _) in best.items():
         if name == "start-up":
             print(f"  {name:12s} {wall:7.2f} s")
@@ -101,7 +97,7 @@ def main() -> None:
             import ray
         except ImportError:
             ray_ok = False
-    print(f"{sys.executable}; {load()}; Ray: {'yes' if ray_ok else 'no'}")
+    print(f"{sys.executable}; {machine_line()}; Ray: {'yes' if ray_ok else 'no'}")
 
     per_template = -(-args.rollouts // len(TEMPLATES))
     jobs = plan_jobs(TEMPLATES, 1, f"random:{per_template}", seed=0)[:args.rollouts]

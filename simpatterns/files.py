@@ -118,9 +118,7 @@ def check_target(path: str | os.PathLike) -> Path:
     return target
 
 
-def check_target(path: Path) -> None:
-    """Raise `WriteError` (naming ``path``) unless ``path`` can be written: not a folder,
-    its folder created if missing. What every atomic write checks first."""
+def _check_target(path: Path) -> None:
     if path.is_dir():
         raise WriteError(f"{path}: is a directory; give a file name")
     try:
@@ -143,7 +141,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, encoding: str | Non
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
-    check_target(target)
+    _check_target(target)
     tmp = temporary_sibling(target)
     _open_temporaries[tmp] = os.getpid()
     try:

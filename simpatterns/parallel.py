@@ -308,20 +308,11 @@ def _shielded() -> Iterator[None]:
             previous[sig](sig, None)  # what it would have done (KeyboardInterrupt), now, out here
 
 
-_OPEN_POOLS: "set[ProcessExecutor]" = set()  # strong: an executor dropped unclosed still has live workers
-_STOP_AT_EXIT = False
-
-
-def _track_open_pool(executor: "ProcessExecutor") -> None:
-    """Pools still open when the interpreter exits are stopped first. A Ctrl-C that lands
-    while a pool is being made or closed can leave it open, its workers idle, and
-    multiprocessing's own exit handler would then wait for them for ever. (Registered
-    after multiprocessing's handler, so it runs before it.)"""
-    global _STOP_AT_EXIT
-    _OPEN_POOLS.add(executor)
-    if not _STOP_AT_EXIT:
-        atexit.register(_stop_open_pools)
-        _STOP_AT_EXIT = True
+# Pools still open when the interpreter exits are stopped first. A Ctrl-C that lands while a
+# pool is being made or closed can leave it open, its workers idle, and multiprocessing's own
+# exit handler would then wait for them for ever. Strong references: an executor dropped
+# unclosed still has live workers.
+_OPEN_POOLS: "set[ProcessExecutor]" = set()
 
 
 def _stop_open_pools() -> None:
@@ -330,6 +321,9 @@ def _stop_open_pools() -> None:
             executor.stop()
         except Exception:  # noqa: BLE001 - exiting: the others still get stopped
             pass
+
+
+atexit.register(_stop_open_pools)  # after multiprocessing's handler (imported above), so it runs first
 
 
 class ProcessExecutor(Executor):
@@ -369,7 +363,7 @@ class ProcessExecutor(Executor):
             finally:
                 if ours:
                     gc.unfreeze()
-        _track_open_pool(self)
+        _OPEN_POOLS.add(self)
 
     def submit(self, fn: Callable[..., Any], item: Any) -> Future[Any]:
         with self._submit_lock:

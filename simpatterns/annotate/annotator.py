@@ -205,7 +205,7 @@ def annotate_iter(
         raise ValueError(f"trace_ids has {len(trace_ids)} entries for {len(items)} traces")
     if save_to is not None and len(save_to) != len(items):
         raise ValueError(f"save_to has {len(save_to)} paths for {len(items)} traces")
-    paths = [None if save_to is None else str(p) for p in (save_to or [None] * len(items))]
+    paths = [str(p) for p in save_to] if save_to is not None else [None] * len(items)
     ids = list(trace_ids) if trace_ids is not None else [
         it if isinstance(it, str) else str(it.meta.get("trace_id") or f"#{i}") for i, it in enumerate(items)
     ]

@@ -65,20 +65,19 @@ def annotate_cmd(
         return ((out / file.parent.relative_to(root)) if out else file.parent), stem
 
     todo = list(range(len(files))) if force or len(files) == 1 else [
-        i for i, f in enumerate(files) if not up_to_date(f, destination(f)[0] / f"{destination(f)[1]}.annotation.jsonl",
-                                                         lib.order())]
+        i for i, f in enumerate(files) if not up_to_date(f, annotation_file(*destination(f)), lib.order())]
     skipped = len(files) - len(todo)
     if skipped:
         note(f"{skipped} of {len(files)} annotation(s) up to date, skipped (--force redoes them)")
-    for i in todo:  # a file or folder in the way: one line before any work (workers write the annotations)
+    targets = [annotation_file(*destination(files[i])) for i in todo]  # written by the workers
+    for target in targets:  # a file or folder in the way: one line before any work, nothing created
         try:
-            check_target(_join(*destination(files[i])))
+            check_target(target)
         except OSError as exc:
-            _write_failed(destination(files[i])[0], exc)
+            _write_failed(target.parent, exc)
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
         done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record",
-                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout),
-                             save_to=[_join(*destination(files[i])) for i in todo])
+                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout), save_to=targets)
     except LibraryError as exc:
         fail(f"{exc}")
     rows: dict[int, tuple[str, ...]] = {}
@@ -162,7 +161,7 @@ def annotate_cmd(
 COLUMNS = ("trace", "frames", "events", "patterns fired", "ms", "errors")
 
 
-def _join(dest_dir: Path, stem: str) -> Path:
+def annotation_file(dest_dir: Path, stem: str) -> Path:
     return dest_dir / f"{stem}.annotation.jsonl"
 
 
@@ -227,7 +226,7 @@ def render(job: RenderJob) -> None:
     """Write ``job``'s extras from the trace and its saved annotation (in a worker)."""
     from simpatterns.annotation import Annotation
 
-    ann = Annotation.load(job.dest_dir / f"{job.stem}.annotation.jsonl")
+    ann = Annotation.load(annotation_file(job.dest_dir, job.stem))
     _extras(job.trace, ann, job.dest_dir, job.stem, job.text, job.plot, job.gif, job.budget, single=False)
 
 
