@@ -57,6 +57,8 @@ BAD = {
     "out under a file": ["simulate", "-t", "0", "--out", "afile/x.npz"],
     "gif is a folder": ["simulate", "-t", "0", "--gif", "adir"],
     "png under a file": ["simulate", "-t", "0", "--png", "afile/x.png"],
+    "good out, gif under a file": ["simulate", "-t", "0", "--out", "newdir/x.npz", "--gif", "afile/x.gif"],
+    "annotate into a new folder with a file in the way": ["annotate", "t.npz", "-o", "afile/new/deeper"],
     "unknown action kind": ["dataset", "--templates", "0", "--actions", "sideways:3", "--out", "d"],
     "dataset out is a file": ["dataset", "--templates", "0", "--actions", "random:1", "--out", "afile"],
     "dataset workers 0": ["dataset", "--templates", "0", "--out", "d", "-j", "0"],
