@@ -790,16 +790,14 @@ def collision_events(
     new_run[1:] = (k[1:] != k[:-1]) | (f[1:] != f[:-1] + 1)
     run_end = np.ones(k.size, dtype=bool)
     run_end[:-1] = new_run[1:]
-    events: list[tuple[int, int, str]] = []
-    for idx in np.nonzero(new_run)[0]:
-        events.append((int(f[idx]), int(k[idx]), COLLISION_START))
-    for idx in np.nonzero(run_end)[0]:
-        if f[idx] + 1 < num_frames:
-            events.append((int(f[idx]) + 1, int(k[idx]), COLLISION_END))
-    events.sort(key=lambda e: (e[0], e[1], e[2] != COLLISION_END))
+    run_end &= f + 1 < num_frames  # a run still open at the last frame has no end
+    frame = np.concatenate((f[new_run], f[run_end] + 1))
+    pair = np.concatenate((k[new_run], k[run_end]))
+    is_start = np.concatenate((np.ones(int(new_run.sum()), np.int8), np.zeros(int(run_end.sum()), np.int8)))
+    at = np.lexsort((is_start, pair, frame))  # by frame, then pair, an end before a start
     return [
-        RawEvent(kind, frame, {"object_a": names[key // n], "object_b": names[key % n]})
-        for frame, key, kind in events
+        RawEvent(COLLISION_START if start else COLLISION_END, fr, {"object_a": names[p // n], "object_b": names[p % n]})
+        for fr, p, start in zip(frame[at].tolist(), pair[at].tolist(), is_start[at].tolist())
     ]
 
 

@@ -276,25 +276,34 @@ def test_rollouts_do_not_leak_memory():
 def test_merged_contacts_do_not_depend_on_the_order_chipmunk_reports_arbiters():
     # chipmunk lists arbiters in an order that follows memory addresses (it differs between
     # processes); a jar's parts give several rows per (frame, pair), which are summed
-    from simpatterns.simulators.phyre.physics import merge_contact_rows
+    from simpatterns.simulators.phyre.physics import merge_contacts
+
+    def merge(rows):  # rows of (frame, a, b, px, py, nx, ny, impulse) -> merge_contacts' key and columns
+        key = (rows[:, 0].astype(np.int64) * 3 + rows[:, 1].astype(np.int64)) * 3 + rows[:, 2].astype(np.int64)
+        return merge_contacts(key, [rows[:, j].copy() for j in range(3, 8)], 3)
 
     rng = np.random.default_rng(0)
     frames = np.repeat(np.arange(1, 41), 6)
     pairs = np.tile([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [0, 2]], (40, 1))  # groups of 3, 2 and 1
     values = rng.normal(size=(frames.size, 5)) * [100, 100, 1, 1, 1e3]
+    values[1::6, 0] = values[::6, 0]  # a tie in point x within a group of 3: ordered by the other columns
     rows = np.column_stack([frames, pairs, values])
-    merged = merge_contact_rows(rows, 3)
+    merged = merge(rows)
     assert merged["contact_frame"].size == 3 * 40 and np.all(np.diff(merged["contact_frame"]) >= 0)
     for seed in range(5):
         shuffled = rows[np.random.default_rng(seed).permutation(rows.shape[0])]
         shuffled = shuffled[np.argsort(shuffled[:, 0], kind="stable")]  # steps come in order, arbiters do not
-        again = merge_contact_rows(shuffled.copy(), 3)
+        again = merge(shuffled)
         for name, arr in merged.items():
             assert arr.dtype == again[name].dtype and arr.tobytes() == again[name].tobytes(), name
-    # the caller's rows are left as they were
-    before = rows.copy()
-    merge_contact_rows(rows, 3)
-    assert rows.tobytes() == before.tobytes()
+    # the caller's columns are left as they were
+    for key in ([7, 7, 7, 4], [4, 7, 7, 7]):  # unsorted, and sorted with a group of 3 to order
+        key = np.array(key, dtype=np.int64)
+        columns = [np.array([3.0, 1.0, 2.0, 0.0])] + [rng.normal(size=4) for _ in range(4)]
+        before = key.copy(), [c.copy() for c in columns]
+        merge_contacts(key, columns, 3)
+        assert key.tobytes() == before[0].tobytes()
+        assert all(c.tobytes() == b.tobytes() for c, b in zip(columns, before[1]))
     # three rows of one pair: the impulse is their sum, the point their mean, the normal their unit sum
     k = np.flatnonzero((merged["contact_frame"] == 1) & (merged["contact_a"] == 0) & (merged["contact_b"] == 1))[0]
     g = rows[:3]

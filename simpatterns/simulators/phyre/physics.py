@@ -145,6 +145,7 @@ class _World:
         self.space.iterations = SOLVER_ITERATIONS
         self.space.collision_slop = COLLISION_SLOP
         self.bodies: list[pymunk.Body] = []
+        self.parts: list[tuple[dict, ...]] = []  # each body's parts about its centre of mass, as traces record them
         self.shape_owner: dict[pymunk.Shape, int] = {}
         for i, spec in enumerate(specs):
             _, cx, cy = geo.parts_area_centroid(spec.parts)
@@ -157,7 +158,8 @@ class _World:
                 body.velocity = tuple(spec.velocity)
                 body.angular_velocity = spec.angular_velocity
             shapes = []
-            for part in geo.shift_parts(spec.parts, -cx, -cy):
+            self.parts.append(geo.shift_parts(spec.parts, -cx, -cy))
+            for part in self.parts[-1]:
                 if part["kind"] == "circle":
                     shape = pymunk.Circle(body, part["radius"], tuple(part["center"]))
                 else:
@@ -434,31 +436,21 @@ def _run(
     body_buf, arb_buf = recorder.body_buf, recorder.arb_buf
 
     T = steps + 1
-    order = _space_body_order(world)
-    all_state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, len(order), 6)  # copied below
-    # pymunk reports every body in the space; keep dynamic ones in our index order
-    dyn_state = all_state[:, [order[id(b)] for b in dyn]]
-    rows = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
+    # every body in pymunk's order, static ones included (they stay put), gathered into ours
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n, 6).take(_space_columns(world), axis=1)
+    key, columns = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
     recorder.free()
-    if initial:
-        init = np.array([(0, a, b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
-        rows = np.concatenate([init, rows])
-    position = np.empty((T, n, 2))
-    angle = np.empty((T, n))
-    velocity = np.zeros((T, n, 2))
-    angular_velocity = np.zeros((T, n))
-    for i, body in enumerate(world.bodies):
-        if body.body_type == pymunk.Body.STATIC:
-            position[:, i] = (body.position.x, body.position.y)
-            angle[:, i] = body.angle
-    di = np.asarray(world.dynamic_index, dtype=np.intp)
-    position[:, di] = dyn_state[:, :, 0:2]
-    angle[:, di] = dyn_state[:, :, 2]
-    velocity[:, di] = dyn_state[:, :, 3:5]
-    angular_velocity[:, di] = dyn_state[:, :, 5]
+    if initial:  # frame 0's contacts (key 0 * n * n + a * n + b) come first
+        init = np.array([(a * n + b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
+        key = np.concatenate((init[:, 0].astype(np.int64), key))
+        columns = [np.concatenate((init[:, j + 1], c)) for j, c in enumerate(columns)]
+    position = np.ascontiguousarray(state[:, :, 0:2])
+    angle = np.ascontiguousarray(state[:, :, 2])
+    velocity = np.ascontiguousarray(state[:, :, 3:5])
+    angular_velocity = np.ascontiguousarray(state[:, :, 5])
 
-    contacts = merge_contact_rows(rows, n)
-    bodies = scene.trace_bodies() + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
+    contacts = merge_contacts(key, columns, n)
+    bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
     events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
     success = solved_frame is not None
@@ -504,19 +496,20 @@ def _settled(body_buf: _CBuffer, k: int, n_space: int) -> bool:
     return bool(speed.max() < SETTLE_SPEED and np.abs(state[..., 5]).max() < SETTLE_SPIN)
 
 
-def _space_body_order(world: _World) -> dict[int, int]:
-    """Position of each of our bodies in pymunk's batch iteration order."""
+def _space_columns(world: _World) -> np.ndarray:
+    """For each of our bodies, its place in pymunk's batch iteration order."""
     probe = _CBuffer()
     data = _BatchRecorder._descriptor(pbatch.BodyFields.BODY_ID.value, probe)
     _lib.cpSpaceEachBody(world.space._space, _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched"), data)
-    ids = probe.ints().tolist()
+    ids = probe.ints()
     probe.free()
-    by_id = {i: b for i, b in zip(world.body_ids.tolist(), world.bodies)}
-    return {id(by_id[i]): k for k, i in enumerate(ids)}
+    order = np.argsort(ids)
+    return order[np.searchsorted(ids[order], world.body_ids)]
 
 
-def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarray:
-    """Batched arbiter data -> (frame, a, b, px, py, nx, ny, impulse) rows, a < b, in step order.
+def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Batched arbiter data -> contact rows in step order, as `merge_contacts` takes them: each
+    row's key ((frame * n + a) * n + b, a < b) and its columns px, py, nx, ny, impulse.
 
     Works column by column on strided views: gathering whole rows of a [K, 3] or [K, 6]
     array, or writing through a boolean mask and a slice at once, costs 10-40x more
@@ -524,8 +517,9 @@ def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarra
     ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # views: (body a id, body b id, contacts) per arbiter
     floats = np.frombuffer(buf.float_buf(), dtype=np.float64)  # (impulse x, y, normal x, y, point x, y)
     if ints.size == 0:
-        return np.zeros((0, 8))
-    frame = np.repeat(np.arange(1, counts.size, dtype=np.float64), np.diff(counts) // 3)
+        return np.zeros(0, np.int64), [np.zeros(0) for _ in range(5)]
+    n = len(world.bodies)
+    frame = np.repeat(np.arange(1, counts.size, dtype=np.int64), np.diff(counts) // 3)
     touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
     keep = None if touching.all() else np.flatnonzero(touching)
 
@@ -537,18 +531,15 @@ def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> np.ndarra
     order = np.argsort(ids)
     a = order[np.searchsorted(ids[order], column(ints, 3, 0))]
     b = order[np.searchsorted(ids[order], column(ints, 3, 1))]
-    swap = a > b
-    sign = np.where(swap, -1.0, 1.0)  # the normal points from a to b
-    rows = np.empty((a.size, 8))
-    rows[:, 0] = frame if keep is None else frame[keep]
-    rows[:, 1] = np.where(swap, b, a)
-    rows[:, 2] = np.where(swap, a, b)
-    rows[:, 3] = column(floats, 6, 4)
-    rows[:, 4] = column(floats, 6, 5)
-    rows[:, 5] = column(floats, 6, 2) * sign
-    rows[:, 6] = column(floats, 6, 3) * sign
-    rows[:, 7] = np.hypot(column(floats, 6, 0), column(floats, 6, 1))
-    return rows
+    sign = np.where(a > b, -1.0, 1.0)  # the normal points from a to b
+    key = ((frame if keep is None else frame[keep]) * n + np.minimum(a, b)) * n + np.maximum(a, b)
+    return key, [
+        column(floats, 6, 4).copy(),  # copies: the C buffer is freed after this
+        column(floats, 6, 5).copy(),
+        column(floats, 6, 2) * sign,
+        column(floats, 6, 3) * sign,
+        np.hypot(column(floats, 6, 0), column(floats, 6, 1)),
+    ]
 
 
 def agent_body(spec: BodySpec) -> Body:
@@ -563,19 +554,23 @@ def agent_body(spec: BodySpec) -> Body:
     )
 
 
-def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
+def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> dict[str, np.ndarray]:
     """One row per (frame, body pair), sorted: impulses summed, points and normals averaged
-    (a jar's three parts can touch the same body in one step)."""
-    if rows.shape[0] == 0:
+    (a jar's three parts can touch the same body in one step).
+
+    Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order) and five
+    columns: point x, y, normal x, y, impulse. Kept as separate 1-D columns: a [K, 8]
+    array of them cost twice as much to sort and copy. The caller's arrays are not changed."""
+    if key.size == 0:
         return empty_contacts(2)
-    key = (rows[:, 0].astype(np.int64) * n + rows[:, 1].astype(np.int64)) * n + rows[:, 2].astype(np.int64)
+    cols = list(columns)
     if key.size > 1 and (key[1:] < key[:-1]).any():  # step order sorts frames; pairs within a step come unsorted
         order = np.argsort(key, kind="stable")
-        key, rows = key[order], rows[order]
+        key, cols = key[order], [c.take(order) for c in cols]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     if first.all():
-        return _contact_columns(key, n, rows[:, 3:5], rows[:, 5:7], rows[:, 7])
+        return _contact_columns(key, n, *cols)
     starts = np.flatnonzero(first)
     counts = np.diff(np.append(starts, key.size))
     # Rows of one key are summed in an order fixed by their values: chipmunk's arbiter order
@@ -585,32 +580,35 @@ def merge_contact_rows(rows: np.ndarray, n: int) -> dict[str, np.ndarray]:
     big = counts >= 3
     if big.any():
         at = np.flatnonzero(np.repeat(big, counts))
-        group, k = rows[at], key[at]
-        order = np.lexsort((group[:, 3], k))
-        x, ks = group[order, 3], k[order]
+        k, group = key[at], [c[at] for c in cols]
+        order = np.lexsort((group[0], k))
+        x, ks = group[0][order], k[order]
         if ((x[1:] == x[:-1]) & (ks[1:] == ks[:-1])).any():
-            order = np.lexsort((group[:, 7], group[:, 6], group[:, 5], group[:, 4], group[:, 3], k))
-        rows = rows.copy()  # the caller's rows stay as they were
-        rows[at] = group[order]
-
-    def total(j: int) -> np.ndarray:
-        return np.add.reduceat(rows[:, j], starts)
-
-    point = np.stack([total(3) / counts, total(4) / counts], axis=1)
-    normal = np.stack([total(5), total(6)], axis=1)
-    norm = np.sqrt(normal[:, :1] * normal[:, :1] + normal[:, 1:] * normal[:, 1:])  # = linalg.norm, bit for bit
-    normal = np.divide(normal, norm, out=np.zeros_like(normal), where=norm > 0)
-    return _contact_columns(key[starts], n, point, normal, total(7))
+            order = np.lexsort((*group[::-1], k))
+        cols = [c.copy() for c in cols]  # the caller's columns stay as they were
+        for c, g in zip(cols, group):
+            c[at] = g[order]
+    px, py, nx, ny, impulse = (np.add.reduceat(c, starts) for c in cols)
+    nx, ny = _unit(nx, ny)
+    return _contact_columns(key[starts], n, px / counts, py / counts, nx, ny, impulse)
 
 
-def _contact_columns(key: np.ndarray, n: int, point: np.ndarray, normal: np.ndarray,
+def _unit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) scaled to length 1 (bit for bit as linalg.norm would); zero vectors stay zero."""
+    norm = np.sqrt(x * x + y * y)
+    nz = norm > 0
+    return (np.divide(x, norm, out=np.zeros_like(x), where=nz),
+            np.divide(y, norm, out=np.zeros_like(y), where=nz))
+
+
+def _contact_columns(key: np.ndarray, n: int, px: np.ndarray, py: np.ndarray, nx: np.ndarray, ny: np.ndarray,
                      impulse: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "contact_frame": (key // (n * n)).astype(np.int32),
         "contact_a": ((key // n) % n).astype(np.int16),
         "contact_b": (key % n).astype(np.int16),
-        "contact_point": np.ascontiguousarray(point, dtype=np.float64),
-        "contact_normal": np.ascontiguousarray(normal, dtype=np.float64),
+        "contact_point": np.stack((px, py), axis=1),
+        "contact_normal": np.stack((nx, ny), axis=1),
         "contact_impulse": np.ascontiguousarray(impulse, dtype=np.float64),
     }
 

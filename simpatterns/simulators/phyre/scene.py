@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 from simpatterns.simulators.phyre import geometry as geo
 from simpatterns.trace import Body
@@ -180,11 +180,14 @@ class Scene:
     params: dict[str, Any] = field(default_factory=dict)
     description: str = ""
 
-    def trace_bodies(self) -> list[Body]:
-        """`Body` records (parts re-centred on the centre of mass)."""
+    def trace_bodies(self, parts: Sequence[tuple[dict, ...]] | None = None) -> list[Body]:
+        """`Body` records (parts re-centred on the centre of mass). A caller that has
+        re-centred the parts already (the simulator's world) passes them as ``parts``,
+        one entry per body from the first."""
         out = []
         for i, spec in enumerate(self.bodies):
-            _, cx, cy = geo.parts_area_centroid(spec.parts)
+            if parts is None:
+                _, cx, cy = geo.parts_area_centroid(spec.parts)
             out.append(
                 Body(
                     name=spec.name or spec.kind,
@@ -193,7 +196,7 @@ class Scene:
                     dynamic=spec.dynamic,
                     role=role_of(self, spec, i),
                     size=dict(spec.size),
-                    parts=geo.shift_parts(spec.parts, -cx, -cy),
+                    parts=geo.shift_parts(spec.parts, -cx, -cy) if parts is None else parts[i],
                 )
             )
         return out
