@@ -147,7 +147,7 @@ def annotate_cmd(
         import json
 
         console.print(json.dumps([dict(zip(COLUMNS, rows[i])) for i in sorted(rows)]))
-    else:
+    elif rows:  # every annotation up to date: the note above says so, no empty table
         table = new_table(f"{len(files)} trace(s), {len(lib)} patterns", COLUMNS,
                           right=("frames", "events", "patterns fired", "ms", "errors"))
         for i in sorted(rows):

@@ -70,6 +70,13 @@ def test_cli_annotate(tmp_path, drop_traces, small_library):
         assert ann.patterns == small_library.labels and ann.events
         assert (where / f"{stem}.txt").read_text().startswith("Scene: ")
         assert (where / f"{stem}.timeline.png").stat().st_size > 0
+    # again: both up to date, so one note and no (empty) table; --json gives an empty list
+    res = runner.invoke(app, ["annotate", str(data), "--library", str(tmp_path / "lib"), "--out", str(out)],
+                        terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "2 of 2 annotation(s) up to date, skipped" in res.output and "patterns fired" not in res.output
+    res = runner.invoke(app, ["annotate", str(data), "--library", str(tmp_path / "lib"), "--out", str(out), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout) == []
     # one file: the text goes to stdout too; annotations land beside the trace by default
     res = runner.invoke(app, ["annotate", str(data / "a.npz"), "--library", str(tmp_path / "lib"), "--text"])
     assert res.exit_code == 0, res.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +155,19 @@ def test_library_runs_on_a_phyre_template_trace_without_errors(builtin_library):
     ann = annotate(trace, builtin_library)
     assert not ann.errors
     assert {e.pattern for e in ann.events} >= {"collision start", "task complete", "airborne", "grid cell transition"}
+
+
+def test_thinned_traces_annotate_without_numpy_warnings(builtin_library):
+    # a stride of 10 keeps no contact row of a touch shorter than 10 frames, while its
+    # collision events remain: rolling over took the mean of no normals here
+    from simpatterns.simulators.phyre.physics import thin
+
+    scene = get_template("00016").variant_scene(0)
+    trace = simulate(scene, [0.395557273104876, 0.9102557662160548, 0.561400767550223], stop_on_success=False).trace
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ann = annotate(thin(trace, 10), builtin_library)
+    assert not ann.errors and ann.events
 
 
 @pytest.mark.parametrize("steps", [0, 1, 5])

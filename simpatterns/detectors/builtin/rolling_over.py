@@ -51,6 +51,8 @@ def detect(trace, events):
                     continue
                 lo, hi = np.searchsorted(trace.contact_frame, [s, e])  # the contact rows of frames s to e - 1
                 rows = lo + np.flatnonzero((trace.contact_a[lo:hi] == min(a, b)) & (trace.contact_b[lo:hi] == max(a, b)))
+                if not rows.size:  # a thinned trace keeps no row of a contact shorter than its stride
+                    continue
                 up = trace.contact_normal[rows, 1].mean() * (1 if i > j else -1)  # normals point from a to b
                 if up > 0:
                     out.append((e, {"object_a": trace.names[i], "object_b": trace.names[j],
