@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from simpatterns.files import WriteError, atomic_open, atomic_write, atomic_write_json
-from simpatterns.parallel import InlineExecutor, ProcessExecutor, WorkerSetup, make_executor, parallel_map
+from simpatterns.parallel import (
+    InlineExecutor,
+    ProcessExecutor,
+    WorkerSetup,
+    make_executor,
+    parallel_map,
+    split_chunks,
+)
 
 
 def test_atomic_write_creates_folders_and_replaces(tmp_path):
@@ -72,6 +79,19 @@ def test_results_do_not_depend_on_workers(workers):
         assert ex.map(_square, range(50)) == [x * x for x in range(50)]
         pairs = sorted(ex.imap(_square, range(10), chunksize=3))
         assert pairs == [(i, i * i) for i in range(10)]
+
+
+@pytest.mark.parametrize("n, workers", [(1, 2), (7, 2), (200, 2), (5000, 8), (64, 1)])
+def test_guided_chunks_cover_every_item_in_order_and_shrink_toward_the_end(n, workers):
+    indexed = list(enumerate(range(n)))
+    chunks = split_chunks(indexed, workers)
+    assert [item for chunk in chunks for item in chunk] == indexed
+    sizes = [len(c) for c in chunks]
+    assert all(1 <= k <= 64 for k in sizes) and sizes == sorted(sizes, reverse=True)
+    assert sizes[-1] == 1  # the tail: single items, so no worker waits on a big last chunk
+    if n >= 200:
+        assert len(chunks) < n / 4  # and few messages overall
+    assert [len(c) for c in split_chunks(indexed, workers, chunksize=3)] == [3] * (n // 3) + ([n % 3] if n % 3 else [])
 
 
 def test_setup_is_built_once_per_worker_and_passed_first():
