@@ -24,17 +24,22 @@ def detect(trace, events):
     dynamic = trace.dynamic_mask
     k = max(1, round(REST_SECONDS / trace.dt))
     w = max(1, round(WINDOW_SECONDS / trace.dt))
-    hits, pairs = [], []  # the collisions that push (closing at IMPACT_SPEED or more): (frame, a, b), names
-    for frame, p in events["collision start"]:
-        a, b = trace.body_index(p["object_a"]), trace.body_index(p["object_b"])
-        if frame >= k:
-            dv = trace.velocity[frame - 1, a] - trace.velocity[frame - 1, b]
-            if dv @ dv >= IMPACT_SPEED ** 2:
-                hits.append((frame, a, b))
-                pairs.append((p["object_a"], p["object_b"]))
-    if not hits:
+    starts = [(frame, p["object_a"], p["object_b"]) for frame, p in events["collision start"] if frame >= k]
+    if not starts:
         return []
-    f, a, b = np.array(hits).T
+    f = np.array([s[0] for s in starts], dtype=int)
+    a = np.array([trace.body_index(s[1]) for s in starts], dtype=int)
+    b = np.array([trace.body_index(s[2]) for s in starts], dtype=int)
+    dv = trace.velocity[f - 1, a] - trace.velocity[f - 1, b]  # [E, D]
+    # the collisions that push: closing at IMPACT_SPEED or more
+    close = dv[:, 0] * dv[:, 0]
+    for d in range(1, dv.shape[1]):
+        close = close + dv[:, d] * dv[:, d]
+    hit = np.flatnonzero(close >= IMPACT_SPEED ** 2)
+    if not hit.size:
+        return []
+    f, a, b = f[hit], a[hit], b[hit]
+    pairs = [starts[e][1:] for e in hit.tolist()]
     touch = trace.touching_matrix()
     # bodies touching a dynamic one of the two when they collide (not the two themselves)
     linked = (touch[f, :, a] & dynamic[a, None]) | (touch[f, :, b] & dynamic[b, None])
