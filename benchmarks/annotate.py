@@ -47,6 +47,7 @@ from simpatterns.annotate.distances import (  # noqa: E402
 from simpatterns.detectors.contract import Detector  # noqa: E402
 from simpatterns.detectors.library import PatternLibrary  # noqa: E402
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate  # noqa: E402
+from machine import machine_line  # noqa: E402
 
 
 def cases(per_template: int, seed: int) -> list[tuple[str, object, np.ndarray]]:
@@ -137,7 +138,7 @@ def main() -> None:
     lib = PatternLibrary.builtin()
     mix = cases(args.per_template, args.seed)
     print(f"{len(mix)} rollouts over {len(TEMPLATES)} templates; library: {len(lib)} patterns; "
-          f"{os.cpu_count()} CPU cores visible; load average {os.getloadavg()[0]:.1f}; "
+          f"{machine_line()}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
 
     # 1. simulate vs annotate, interleaved

@@ -15,7 +15,6 @@ tests/dsl/test_dsl_goal_agreement.py runs the same on 2 variants per template.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

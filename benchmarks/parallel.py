@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import os
 import resource
 import shutil
 import subprocess

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
 import time
 import tracemalloc
 
@@ -37,6 +35,7 @@ import numpy as np
 from pymunk._chipmunk_cffi import lib as _lib
 
 from simpatterns.simulators.phyre import TEMPLATES, Scene, check_action, get_template, simulate
+from machine import machine_line
 from simpatterns.simulators.phyre.physics import DAMP_EVERY, DT, MAX_STEPS, _BatchRecorder, _World, scene_specs
 
 
@@ -146,7 +145,7 @@ def main() -> None:
             "contact_b", "contact_point", "contact_normal", "contact_impulse")))
 
     print(f"templates in mix: {len(cases)}  (1000 steps per rollout, best of {args.reps} per rollout, "
-          f"interleaved); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"interleaved); {machine_line()}")
     print(f"recorded (full Trace)  : {1 / rec:7.1f} rollouts/s  ({rec * 1e3:.2f} ms)")
     print(f"bare pymunk Space.step : {1 / bare:7.1f} rollouts/s  ({bare * 1e3:.2f} ms)")
     print(f"raw chipmunk C step    : {1 / raw:7.1f} rollouts/s  ({raw * 1e3:.2f} ms)")

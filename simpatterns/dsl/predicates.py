@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simpatterns.dsl.matching import ParamMatcher, normalize_text
-from simpatterns.dsl.references import is_wildcard, parse_reference
+from simpatterns.dsl.references import is_wildcard
 from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed, in_window, inverse_log
 
 DURATION_RULE = """\

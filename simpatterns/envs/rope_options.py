@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from simpatterns.simulators.mujoco.rope import RopeConfig
-from simpatterns.simulators.mujoco.tasks import SPLITS, TASK_NAMES, KnotTask
+from simpatterns.simulators.mujoco.tasks import SPLITS, KnotTask
 
 OBS_MODES = ("rgb", "state")
 RENDER_MODES = ["rgb_array", "ansi"]

@@ -360,7 +360,7 @@ def summarize(results: Sequence[PatternResult], families: Sequence[str] = FAMILI
     for size in dict.fromkeys(r.size for r in results):
         rs = [r for r in results if r.size == size]
         for fam in families:
-            wins = pairs = acc = n = 0.0
+            wins = pairs = acc = 0.0
             worst, worst_label = math.inf, ""
             for r in rs:
                 sc = r.wrong.get(fam, [])

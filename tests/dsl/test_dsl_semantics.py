@@ -16,7 +16,7 @@ from simpatterns.annotate.annotator import annotate
 from simpatterns.annotation import PatternEvent
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.dsl import RewardProgram, compile_program
-from simpatterns.simulators.phyre import TEMPLATES, SceneBuilder, get_template, load_scene, simulate
+from simpatterns.simulators.phyre import TEMPLATES, SceneBuilder, load_scene, simulate
 from simpatterns.simulators.phyre.physics import thin
 from simpatterns.trace import Episode
 

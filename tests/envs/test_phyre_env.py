@@ -369,7 +369,7 @@ def _purpose_built_scene():
     B = SceneBuilder()
     g = B.add("ball", scale=0.1, dynamic=True, center_x=64, bottom=100)
     s = B.add("bar", scale=0.3, dynamic=False, center_x=192, bottom=40)
-    c = B.add("box", scale=0.1, dynamic=True, center_x=200, bottom=150)
+    B.add("box", scale=0.1, dynamic=True, center_x=200, bottom=150)
     B.add("bar", scale=0.2, dynamic=False, center_x=60, bottom=200)
     B.set_goal(g, s)
     return B.build(template="test")

@@ -8,10 +8,8 @@ checks only): what is tested is what holds when the gate has been defeated, as t
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path

@@ -171,7 +171,7 @@ def test_ansi_render_shows_both_codes_and_the_events():
     _, info = env.reset(seed=2)
     env.step(np.array([0.3, 0.2, 0.0, 0.0, 0.0, 1.0], np.float32))
     text = env.render()
-    assert f"Goal Gauss code: no crossings" in text and "Gauss code now:" in text
+    assert "Goal Gauss code: no crossings" in text and "Gauss code now:" in text
     assert "Timeline" in text and "bead dragged" in text
     assert "Last action: force (0.000, 0.000, 0.200) N on bead" in text
 

@@ -170,7 +170,6 @@ def _wait_lines(path: Path, n: int, timeout: float = 60.0) -> None:
 
 def test_killed_run_resumes_and_ctrl_c_stops_promptly(dataset, tmp_path):
     root, questions = dataset
-    qs = questions[:40]
     run = tmp_path / "run"
     args = ["qa", "eval", str(root), "--out", str(run), "--llm", "openai", "--conditions", "objects",
             "--concurrency", "2", "--limit", "40", "-q"]
