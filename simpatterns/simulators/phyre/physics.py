@@ -437,17 +437,18 @@ def _run(
 
     T = steps + 1
     # every body in pymunk's order, static ones included (they stay put), gathered into ours
-    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n, 6).take(_space_columns(world), axis=1)
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n, 6)  # a view: copied before free
+    cols = _space_columns(world)
+    position = state[:, :, 0:2].take(cols, axis=1)
+    angle = state[:, :, 2].take(cols, axis=1)
+    velocity = state[:, :, 3:5].take(cols, axis=1)
+    angular_velocity = state[:, :, 5].take(cols, axis=1)
     key, columns = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
     recorder.free()
     if initial:  # frame 0's contacts (key 0 * n * n + a * n + b) come first
         init = np.array([(a * n + b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
         key = np.concatenate((init[:, 0].astype(np.int64), key))
         columns = [np.concatenate((init[:, j + 1], c)) for j, c in enumerate(columns)]
-    position = np.ascontiguousarray(state[:, :, 0:2])
-    angle = np.ascontiguousarray(state[:, :, 2])
-    velocity = np.ascontiguousarray(state[:, :, 3:5])
-    angular_velocity = np.ascontiguousarray(state[:, :, 5])
 
     contacts = merge_contacts(key, columns, n)
     bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
