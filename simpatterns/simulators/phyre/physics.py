@@ -535,8 +535,8 @@ def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> tuple[np.
     sign = np.where(a > b, -1.0, 1.0)  # the normal points from a to b
     key = ((frame if keep is None else frame[keep]) * n + np.minimum(a, b)) * n + np.maximum(a, b)
     return key, [
-        column(floats, 6, 4).copy(),  # copies: the C buffer is freed after this
-        column(floats, 6, 5).copy(),
+        column(floats, 6, 4).copy(),  # always copies (a one-row view counts as contiguous): the C
+        column(floats, 6, 5).copy(),  # buffer is freed next
         column(floats, 6, 2) * sign,
         column(floats, 6, 3) * sign,
         np.hypot(column(floats, 6, 0), column(floats, 6, 1)),
@@ -560,8 +560,9 @@ def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> di
     (a jar's three parts can touch the same body in one step).
 
     Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order) and five
-    columns: point x, y, normal x, y, impulse. Kept as separate 1-D columns: a [K, 8]
-    array of them cost twice as much to sort and copy. The caller's arrays are not changed."""
+    columns: point x, y, normal x, y, impulse. They stay separate 1-D columns: gathering
+    the rows of a [K, 8] array by index is about 3x slower in numpy than `take` on each
+    column. The caller's arrays are not changed."""
     if key.size == 0:
         return empty_contacts(2)
     cols = list(columns)
