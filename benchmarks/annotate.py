@@ -28,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -158,6 +159,10 @@ def main() -> None:
         sim_c[k], ann_c[k] = c1 - c0, c2 - c1
         traces.append(trace)
         anns.append(ann)
+        # A pipeline writes each trace and annotation out; this process keeps them for the parts
+        # below. Kept unfrozen, Python's full collections scan all of them, and later traces'
+        # annotation paid for it (measured 0.77-0.79 against 0.63-0.66 with them dropped or frozen).
+        gc.freeze()
         for label, sec in ann.timings.items():
             per_pattern[label] += sec
     errors = sum(len(a.errors) for a in anns)
