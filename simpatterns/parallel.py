@@ -75,7 +75,8 @@ class Backend:
         if backend.name == "ray":
             try:
                 _import_ray()
-            except ImportError as exc:
+                check_ray_address(backend.address)
+            except (ImportError, ConnectionError) as exc:
                 raise ValueError(str(exc)) from None
         return backend
 
@@ -461,13 +462,39 @@ def _import_ray() -> Any:
     return ray
 
 
+RAY_CONNECT_TIMEOUT_S = 5.0
+
+
+def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Raise ConnectionError (one line naming the address) when nothing listens at a Ray
+    cluster's ``host:port`` (or ``ray://host:port``): ``ray.init`` would otherwise retry
+    silently for minutes on a mistyped or stopped cluster. None, ``auto`` and ``local``
+    are Ray's own lookups and are left to it."""
+    if address is None or address in ("auto", "local"):
+        return
+    import socket
+
+    where = address.split("://", 1)[-1]
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConnectionError(f"Ray address {address!r} is not host:port (e.g. 10.0.0.5:6379 or ray://10.0.0.5:10001)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConnectionError(f"cannot reach a Ray cluster at {address}: {reason}") from None
+
+
 def ensure_ray(address: str | None = None) -> Any:
     """The ``ray`` module, connected: to ``address`` if given, else to the cluster this
-    process is already connected to, else to a new local one (as many CPUs as the machine)."""
+    process is already connected to, else to a new local one (as many CPUs as the machine).
+    Raises ConnectionError when nothing listens at ``address`` (`check_ray_address`)."""
     ray = _import_ray()
     if not ray.is_initialized():
         import logging
 
+        check_ray_address(address)
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=True, configure_logging=True)
     return ray

@@ -87,6 +87,35 @@ def test_backend_options_are_checked():
         Backend.from_options("local", "10.0.0.1:6379")
 
 
+def test_an_unreachable_ray_address_is_one_line_before_any_work(tmp_path):
+    import socket
+
+    from typer.testing import CliRunner
+
+    from simpatterns.cli import app
+    from simpatterns.parallel import check_ray_address
+
+    with socket.socket() as free:  # a port nothing listens on once this socket closes
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(ValueError, match=f"cannot reach a Ray cluster at 127.0.0.1:{port}"):
+        Backend.from_options("ray", f"127.0.0.1:{port}")
+    with pytest.raises(ValueError, match="is not host:port"):
+        Backend.from_options("ray", "10.0.0")
+    with socket.socket() as listening:  # something listens: the check passes (Ray itself says the rest)
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_ray_address(f"127.0.0.1:{listening.getsockname()[1]}")
+        check_ray_address(f"ray://127.0.0.1:{listening.getsockname()[1]}")
+    check_ray_address(None)
+    check_ray_address("auto")
+    res = CliRunner().invoke(app, ["dataset", "-o", str(tmp_path / "ds"), "--templates", "00000", "--variants", "1",
+                                   "-j", "2", "--executor", "ray", "--address", f"127.0.0.1:{port}"])
+    assert res.exit_code == 2
+    assert res.output.strip() == f"error: cannot reach a Ray cluster at 127.0.0.1:{port}: Connection refused"
+    assert not (tmp_path / "ds").exists()  # nothing was simulated
+
+
 @pytest.fixture(scope="module")
 def datasets(cluster, tmp_path_factory):
     """The same 12 rollouts (6 templates, 2 random actions each) built by the local pool
