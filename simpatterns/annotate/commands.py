@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -75,6 +76,8 @@ def annotate_cmd(
             check_target(target)
         except OSError as exc:
             _write_failed(target.parent, exc)
+    # file times come from the kernel's coarse clock (a few ms behind time_ns): a margin keeps this run's first writes
+    started_ns = time.time_ns() - 50_000_000
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
         done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record",
                              sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout), save_to=targets)
@@ -141,8 +144,10 @@ def annotate_cmd(
     if stopped:  # after the bar is gone
         where = out if out else "beside the traces"
         extras = f"; {rendered} of {len(renders)} trace(s) rendered (text, plot, GIF)" if renders else ""
-        interrupted(f"{len(rows) + skipped} of {len(files)} annotation(s) written ({where}), "
-                    f"{len(files) - len(rows) - skipped - n_bad} left{extras}")
+        # workers write as they finish, also results this process never received: count files
+        written = max(len(rows), sum(1 for t in targets if _written_since(t, started_ns)))
+        interrupted(f"{written + skipped} of {len(files)} annotation(s) written ({where}), "
+                    f"{len(files) - written - skipped - n_bad} left{extras}")
     if as_json:
         import json
 
@@ -175,6 +180,13 @@ def up_to_date(trace: Path, annotation: Path, patterns: list[str]) -> bool:
             return False
         return Annotation.load(annotation).patterns == list(patterns)
     except (OSError, AnnotationFormatError):
+        return False
+
+
+def _written_since(path: Path, started_ns: int) -> bool:
+    try:
+        return path.stat().st_mtime_ns >= started_ns
+    except OSError:
         return False
 
 
