@@ -33,8 +33,10 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import simulate
 from simpatterns.trace import Trace
 
-AIRBORNE_SECONDS = 1 / 6  # as in the built-in airborne
-MERGE_GAP = 2  # as in the built-in touch start
+# the built-in detectors' own thresholds, read from their modules (not copied here)
+_BUILTIN = PatternLibrary.builtin()
+AIRBORNE_SECONDS = _BUILTIN.get("airborne").detect.__globals__["MIN_SECONDS"]
+MERGE_GAP = _BUILTIN.get("touch start").detect.__globals__["MERGE_GAP"]
 
 
 def airborne_many(traces: list[Trace]) -> list[list]:
@@ -103,7 +105,7 @@ def main() -> None:
     ap.add_argument("--per-template", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    lib = PatternLibrary.builtin()
+    lib = _BUILTIN
     mix = cases(args.per_template, 0)
     traces = [simulate(scene, a).trace for _, scene, a in mix]
     print(f"{len(traces)} traces (mean {np.mean([t.num_frames for t in traces]):.0f} frames); {machine_line()}")
