@@ -428,5 +428,33 @@ def folds_cmd(
         _fail(str(exc))
 
 
+@agent_app.command("phyre-cache")
+@executor_options
+def phyre_cache_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cache folder (default: PHYRE's cache folder for "
+                                                                 "--actions, ball tier; for 100000 it is where "
+                                                                 "phyre_compat.get_default_100k_cache looks)."),
+    actions: int = typer.Option(100000, "--actions", "-n", help="How many of PHYRE's actions for --seed."),
+    seed: int = typer.Option(42, "--seed", help="Seed of PHYRE's action list (42: PHYRE's simulation cache)."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma list of task ids (default: every task)."),
+    workers: Workers = 1,
+) -> None:
+    """Simulate PHYRE's cached action list on our tasks: a SimulationCache for code written for PHYRE."""
+    from simpatterns.agents.phyre_compat.simulation_cache import build_simulation_cache, get_cache_folder
+    from simpatterns.agents.tasks import TaskError, all_task_ids
+
+    ids = _split(tasks) if tasks else list(all_task_ids())
+    folder = out if out is not None else get_cache_folder(actions) / "ball"
+    try:
+        cache = build_simulation_cache(folder, ids, actions, seed=seed, workers=workers, progress="phyre cache")
+    except KeyboardInterrupt:
+        interrupted("nothing written (a cache is written whole)", resume=False)
+    except (TaskError, ValueError) as exc:
+        _fail(str(exc))
+    solved = sum(int((cache.load_simulation_states(t) == 1).any()) for t in cache.task_ids)
+    typer.echo(f"{len(cache)} actions x {len(cache.task_ids)} tasks -> {folder} "
+               f"({solved} tasks solved by at least one action)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(agent_app, name="agent")

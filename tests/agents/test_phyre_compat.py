@@ -91,7 +91,7 @@ def test_simulate_action_images_objects_and_statuses():
     assert stable in (phyre.SimulationStatus.STABLY_SOLVED, phyre.SimulationStatus.UNSTABLY_SOLVED)
 
 
-def test_evaluator_rules():
+def test_evaluator_rules(caplog):
     ev = phyre.Evaluator(("00000:000", "00000:001"))
     assert not ev.maybe_log_attempt(0, phyre.SimulationStatus.INVALID_INPUT) and len(ev) == 0
     for _ in range(100):
@@ -100,6 +100,7 @@ def test_evaluator_rules():
         ev.maybe_log_attempt(0, 1)
     assert ev.maybe_log_attempt(1, "1") and ev.get_attempts_for_task(1) == 1
     assert ev.get_auccess() == pytest.approx(0.5) and ev.get_aucess(10) == pytest.approx(0.5)
+    assert "Used 50.500000 attempts per task instead of maximum allowed 100" in caplog.text  # PHYRE warns too
     with pytest.raises(ValueError, match="only the 'ball' action tier"):
         phyre.initialize_simulator(["00000:000"], "two_balls")
     assert phyre.eval_setup_to_action_tier("ball_cross_template") == "ball"
@@ -279,3 +280,20 @@ def test_featurized_objects_draw_back_to_the_scene():
             assert set(np.unique(raster)) == set(np.unique(image))
     with pytest.raises(ValueError, match="N x 14"):
         phyre.featurized_objects_vector_to_raster(np.zeros((2, 13)))
+
+
+def test_phyre_cache_command_builds_what_get_default_100k_cache_loads(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simpatterns.cli import app
+
+    monkeypatch.setenv("PHYRE_CACHE_DIR", str(tmp_path))
+    runner = CliRunner()
+    res = runner.invoke(app, ["agent", "phyre-cache", "--tasks", f"{SOLVABLE},00000:000", "-n", "12"])
+    assert res.exit_code == 0, res.output
+    folder = tmp_path / "offline_simulation" / "12" / "ball"
+    assert f"12 actions x 2 tasks -> {folder}" in res.output
+    cache = phyre.SimulationCache(folder)
+    assert np.array_equal(cache.action_array, REFERENCE["discrete_seed42"][:12])
+    bad = runner.invoke(app, ["agent", "phyre-cache", "--tasks", "00002:999", "-n", "5", "-o", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "00002:999" in bad.output and not (tmp_path / "x").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 from simpatterns.agents.folds import EVAL_SETUPS, get_fold as _get_fold
@@ -9,6 +10,7 @@ from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS, SimulationStatus, as_s
 from simpatterns.agents.tasks import TIER
 
 MAIN_EVAL_SETUPS: tuple[str, ...] = EVAL_SETUPS
+logger = logging.getLogger(__name__)
 
 
 def get_fold(eval_setup: str, seed: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -53,7 +55,11 @@ class Evaluator:
         return True
 
     def compute_all_metrics(self) -> dict[str, Any]:
-        return compute_metrics(self._log, len(self._task_ids))
+        metrics = compute_metrics(self._log, len(self._task_ids))
+        if metrics["total_attempts"] < MAX_TEST_ATTEMPTS:  # PHYRE's warning, word for word
+            logger.warning("Used %f attempts per task instead of maximum allowed %f. That probably indicate a bug "
+                           "in evaluation loop.", metrics["total_attempts"], MAX_TEST_ATTEMPTS)
+        return metrics
 
     def get_auccess(self, attempts: int = MAX_TEST_ATTEMPTS) -> float:
         return self.compute_all_metrics()["independent_solved_by_aucs"][attempts]

@@ -17,7 +17,7 @@ import numpy as np
 
 from simpatterns.agents.metrics import SimulationStatus
 from simpatterns.agents.phyre_compat.action_simulator import ActionSimulator
-from simpatterns.agents.tasks import TIER
+from simpatterns.agents.tasks import TIER, normalize_task_id
 from simpatterns.files import atomic_open
 from simpatterns.parallel import parallel_map
 
@@ -105,7 +105,12 @@ def build_simulation_cache(cache_dir: str | os.PathLike, task_ids: Sequence[str]
                            seed: int = ACTION_SEED, workers: int = 1, progress: str | None = None
                            ) -> SimulationCache:
     """Simulate PHYRE's action list (``build_discrete_action_space(num_actions, seed)``) on every
-    task and write the cache to ``cache_dir``; returns it loaded."""
+    task and write the cache to ``cache_dir``; returns it loaded. A bad task id (`TaskError`) or
+    ``num_actions < 1`` (`ValueError`) stops it before anything is simulated."""
+    task_ids = [normalize_task_id(t) for t in task_ids]
+    if num_actions < 1 or not task_ids:
+        raise ValueError(f"a simulation cache needs at least one action and one task, got {num_actions} actions "
+                         f"and {len(task_ids)} tasks")
     actions = np.array(ActionSimulator(task_ids[:1], TIER).build_discrete_action_space(num_actions, seed))
     statuses = np.zeros((len(task_ids), num_actions), dtype=np.int8)
     for i, row in parallel_map(_task_statuses, [(t, actions) for t in task_ids], workers=workers,
@@ -120,11 +125,14 @@ def build_simulation_cache(cache_dir: str | os.PathLike, task_ids: Sequence[str]
 
 def get_default_100k_cache(tier: str) -> SimulationCache:
     """The cache of PHYRE's 100k actions in ``get_cache_folder(100000) / tier``, built beforehand with
-    `build_simulation_cache` (PHYRE downloads its own; its statuses are for its tasks, not ours)."""
+    ``simpatterns agent phyre-cache`` or `build_simulation_cache` (PHYRE downloads its own; its statuses
+    are for its tasks, not ours)."""
+    if tier != TIER:
+        raise ValueError(f"only the {TIER!r} action tier exists here, not {tier!r}")
     folder = get_cache_folder(DEFAULT_NUM_ACTIONS) / tier
     if not (folder / CACHE_FILE_NAME).exists():
         raise FileNotFoundError(
-            f"{folder / CACHE_FILE_NAME}: no simulation cache; build one with "
-            f"simpatterns.agents.phyre_compat.simulation_cache.build_simulation_cache({str(folder)!r}, task_ids, "
-            f"{DEFAULT_NUM_ACTIONS})")
+            f"{folder / CACHE_FILE_NAME}: no simulation cache; build it with `simpatterns agent phyre-cache` "
+            f"(or build_simulation_cache({str(folder)!r}, task_ids, {DEFAULT_NUM_ACTIONS}) from "
+            "simpatterns.agents.phyre_compat.simulation_cache)")
     return SimulationCache(folder)
