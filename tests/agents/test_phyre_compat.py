@@ -243,6 +243,9 @@ def test_vis_pictures_and_gif(tmp_path):
     phyre.vis.save_observation_series_to_gif(series, path, solved_states=[True, False])
     with Image.open(path) as gif:
         assert gif.size == (12, 9) and gif.n_frames == 2
+    phyre.vis.save_observation_series_to_gif([np.stack([codes] * 3)], path)  # identical steps: one long frame
+    with Image.open(path) as gif:
+        assert gif.size == (6, 4) and gif.n_frames == 1 and gif.info["duration"] == 300
 
 
 # PHYRE 0.2.2's top-level names (dir(phyre)) that are not offered here; docs/readme/agents.md lists them
@@ -263,7 +266,8 @@ def test_phyres_top_level_names_are_here_except_the_documented_ones():
     assert sorted(n for n in PHYRE_NAMES - NOT_OFFERED if not hasattr(phyre, n)) == []
     text = DOCS.read_text()
     assert all(f"`{n}`" in text for n in NOT_OFFERED)
-    assert phyre.ACTION_TIERS == ("ball",) and (phyre.SCENE_WIDTH, phyre.SCENE_HEIGHT, phyre.NUM_COLORS) == (256, 256, 7)
+    assert phyre.ACTION_TIERS == ("ball",)
+    assert (phyre.SCENE_WIDTH, phyre.SCENE_HEIGHT, phyre.NUM_COLORS) == (256, 256, 7)
 
 
 def test_featurized_objects_draw_back_to_the_scene():

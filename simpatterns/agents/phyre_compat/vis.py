@@ -41,7 +41,9 @@ def observations_to_float_rgb(scene: np.ndarray, user_input: Sequence[tuple[int,
 
 def save_observation_series_to_gif(batched_observation_series: Sequence[np.ndarray], fpath: str | Path,
                                    solved_states: Sequence[bool] | None = None) -> None:
-    """One GIF of several image series side by side; a shorter series holds its last image."""
+    """One GIF of several image series side by side, 0.1 s per step; a shorter series holds its last
+    image. Pillow writes it and merges identical consecutive steps into one longer frame (PHYRE's
+    imageio keeps them), so the playing time is the same but the frame count can be smaller."""
     steps = max(len(images) for images in batched_observation_series)
     frames = []
     for step in range(steps):
@@ -50,4 +52,4 @@ def save_observation_series_to_gif(batched_observation_series: Sequence[np.ndarr
                for i, images in enumerate(batched_observation_series)]
         frames.append(Image.fromarray(np.concatenate(row, axis=1)))
     with atomic_open(fpath, "wb") as fh:
-        frames[0].save(fh, format="GIF", save_all=True, append_images=frames[1:], loop=0)
+        frames[0].save(fh, format="GIF", save_all=True, append_images=frames[1:], loop=0, duration=100)
