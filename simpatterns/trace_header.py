@@ -149,8 +149,13 @@ def items(item: Check, length: int | Callable[[Scope], int] | None = None, least
             raise _wrong(path, value, f"{what}{size}")
         for i, v in enumerate(value):
             item(v, f"{path}[{i}]", scope)
-        if distinct and len({repr(v) for v in value}) != len(value):
-            raise _wrong(path, value, f"{what} without repeats")
+        if distinct:
+            seen: dict[str, int] = {}
+            for i, v in enumerate(value):
+                first = seen.setdefault(json.dumps(v, sort_keys=True), i)
+                if first != i:
+                    raise HeaderError(f"{path}[{i}]", f"is {_shown(v)}, which {path}[{first}] already is; "
+                                                      "expected no repeats")
     return check
 
 
@@ -231,7 +236,7 @@ ROPE: Check = fields({
 META: dict[str, Check] = {
     "simulator": text(),
     "mujoco_version": text(),
-    "template": nullable(text()),
+    "template": nullable(text(empty=True)),  # "" for a scene built by hand
     "variant": nullable(integer(0)),
     "params": nullable(fields({})),  # the scene's parameters
     "description": nullable(text(empty=True)),

@@ -1,7 +1,7 @@
 """Every field of a trace file's header is checked on load, like the arrays.
 
-The damaged files are real saved traces (a PHYRE rollout here; a MuJoCo rope in
-tests/mujoco/test_mujoco_trace_header.py) whose ``header`` entry is rewritten: one field
+The damaged files are real saved traces (a PHYRE rollout, a MuJoCo table scene and a
+MuJoCo rope) whose ``header`` entry is rewritten: one field
 given a wrong type, a NaN/Infinity literal or an out-of-range value. Loading must raise
 `TraceFormatError` naming the file and the field by its path (``meta.dt``,
 ``bodies[3].size.radius``, ``events[2].frame``); saving such a trace must refuse the same way.
@@ -123,6 +123,7 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "stopped unknown": ("meta.stopped", "crashed", "one of 'success', 'settled'"),
         "goal one name": ("meta.goal", [h["bodies"][0]["name"]], "two body names"),
         "goal not a body": ("meta.goal", ["nobody", h["bodies"][0]["name"]], "the name of one of the trace's bodies"),
+        "goal one body twice": ("meta.goal", [h["bodies"][0]["name"]] * 2, "expected no repeats"),
         "goal a string": ("meta.goal", "green ball", "two body names"),
         "world_size one axis": ("meta.world_size", [256.0], "a list of finite numbers of 2"),
         "world_size negative": ("meta.world_size", [256.0, -1.0], "> 0"),
@@ -142,7 +143,7 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "action_kind a number": ("meta.action_kind", 3, "a non-empty string"),
         "seed a string": ("meta.seed", "7", "an integer"),
         "seed a boolean": ("meta.seed", True, "an integer"),
-        "template a number": ("meta.template", 0, "a non-empty string"),
+        "template a number": ("meta.template", 0, "a string"),
         "variant negative": ("meta.variant", -1, "an integer >= 0"),
         "variant 1.0": ("meta.variant", 1.0, "an integer >= 0"),
         "params a list": ("meta.params", [1], "an object"),
@@ -154,7 +155,7 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "start_time NaN": ("meta.start_time", math.nan, "is NaN"),
         "ropes bead past the bodies": ("meta.ropes", [{"bodies": [0, 999]}], "(a body index)"),
         "ropes one bead": ("meta.ropes", [{"bodies": [0]}], "at least 2"),
-        "ropes bead repeated": ("meta.ropes", [{"bodies": [0, 1, 0]}], "without repeats"),
+        "ropes bead repeated": ("meta.ropes", [{"bodies": [0, 1, 0]}], "expected no repeats"),
         "rope a number": ("meta.rope", 3, "an object"),
         "trace_id a number": ("meta.trace_id", 5, "a non-empty string"),
         "a user's key NaN": ("meta.my_weight", math.nan, "is NaN"),
@@ -323,6 +324,63 @@ def test_traces_of_our_simulators_and_the_shipped_file_load(saved, tmp_path):
             assert back.meta[key] is None or 0 <= back.meta[key] < back.num_frames
     assert Trace.load(V1_FILE).num_frames == 61
     assert Trace.load(saved).episode.horizon == 301
+
+
+@pytest.fixture(scope="module")
+def saved_3d(tmp_path_factory) -> dict[str, Path]:
+    """A MuJoCo table scene (boxes, a plane, contacts) and a small rope loop (meta ropes, rope)."""
+    from simpatterns.simulators.mujoco import simulate
+    from simpatterns.simulators.mujoco.rope import RopeConfig, RopeWorld
+
+    folder = tmp_path_factory.mktemp("good3d")
+    table = simulate(ROOT / "examples" / "mujoco" / "table_drop.xml", 400, stride=4)
+    world = RopeWorld(RopeConfig(beads=8, spacing=0.03))
+    world.start_recording(4)
+    world.push(2, [0.05, 0.0, 0.0], 48)
+    rope = world.trace({"action": [0.1, 0.2, 0.0, 1.0, 0.0, 0.0]})
+    assert table.events and rope.meta["ropes"][0]["bodies"] and table.meta["gravity"] == [0.0, 0.0, -9.81]
+    return {"table": table.save(folder / "table.npz"), "rope": rope.save(folder / "rope.npz")}
+
+
+def test_3d_fields_are_checked_against_three_axes(saved_3d, tmp_path):
+    table, rope = header_of(saved_3d["table"]), header_of(saved_3d["rope"])
+    box = _first(table, lambda b: b["shape"] == "box")
+    ball = next(i for i, b in enumerate(table["bodies"]) if b["parts"] and b["parts"][0]["kind"] == "ball")
+    bad = {
+        "table": {
+            "meta.gravity": ([0.0, -9.81], "a list of finite numbers of 3"),
+            "meta.world_size": ([2.0, 2.0], "of 3"),
+            "meta.world_size[2]": (0.0, "> 0"),
+            "meta.start_time": ("0", "a finite number"),
+            "meta.mujoco_version": (4.0, "a non-empty string"),
+            f"bodies[{box}].parts[0].quat": ([1.0, 0.0, 0.0], "of 4"),
+            f"bodies[{box}].parts[0].half_size[1]": (-0.4, ">= 0"),
+            f"bodies[{box}].parts[0].center": ([0.0, 0.0], "of 3"),
+            f"bodies[{box}].size.height": (-0.05, ">= 0"),
+            f"bodies[{ball}].parts[0].radius": (math.inf, "is Infinity"),
+            "bodies[0].role": ("", "a non-empty string"),
+        },
+        "rope": {
+            "meta.ropes[0].bodies[3]": (99, "(a body index)"),
+            "meta.ropes[0].bodies[1]": (0, "which meta.ropes[0].bodies[0] already is"),
+            "meta.ropes[0].bodies[0]": (0.5, "(a body index)"),
+            "meta.ropes[0].closed": ("yes", "true or false"),
+            "meta.ropes[0].name": (1, "a string"),
+            "meta.ropes[0]": ({"name": "rope"}, "is missing"),
+            "meta.rope": ([8], "an object"),
+            "meta.rope.spacing": (math.nan, "is NaN"),
+            "meta.action[5]": (-math.inf, "is -Infinity"),
+            "meta.stride": (0, "an integer >= 1"),
+        },
+    }
+    for which, table_of_cases in bad.items():
+        h = table if which == "table" else rope
+        for field, (value, what) in table_of_cases.items():
+            msg = refused(saved_3d[which], tmp_path, put(h, field, value))
+            assert f"header field '{field}" in msg and what in msg, (which, field, msg)
+    # the undamaged ones load, as written
+    assert Trace.load(saved_3d["rope"]).meta["ropes"][0]["closed"] is True
+    assert Trace.load(saved_3d["table"]).dim == 3
 
 
 def _damaged_copy(saved: Path, folder: Path) -> Path:
