@@ -62,8 +62,8 @@ def _shown(value: Any) -> str:
             if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__)
     try:
         shown = json.dumps(value)
-    except (TypeError, ValueError):
-        shown = repr(value)
+    except (TypeError, ValueError, RecursionError):  # a value nested past what json writes
+        shown = f"<{kind[kind.index(' ') + 1:]}>"
     return f"{shown if len(shown) <= 60 else shown[:57] + '...'} ({kind})"
 
 
@@ -285,16 +285,17 @@ def _event(value: Any, path: str, scope: Scope) -> None:
 
 def finite(value: Any, path: str) -> None:
     """No NaN or infinite number anywhere in ``value`` (JSON has neither; Python's json
-    reads and writes ``NaN``/``Infinity`` unless told not to)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise HeaderError(path, f"is {_shown(value)}, expected a finite number")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            finite(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            finite(v, f"{path}[{i}]")
+    reads and writes ``NaN``/``Infinity`` unless told not to). A loop, not recursion:
+    a file decides how deep its JSON nests."""
+    todo = [(value, path)]
+    while todo:
+        v, at = todo.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            raise HeaderError(at, f"is {_shown(v)}, expected a finite number")
+        if isinstance(v, dict):
+            todo.extend((x, f"{at}.{k}") for k, x in reversed(list(v.items())))  # reversed: the first is reported
+        elif isinstance(v, list):
+            todo.extend((x, f"{at}[{i}]") for i, x in reversed(list(enumerate(v))))
 
 
 def check_header(header: dict[str, Any], frames: int, dim: int) -> None:
@@ -313,9 +314,10 @@ def check_header(header: dict[str, Any], frames: int, dim: int) -> None:
     bodies = header["bodies"]
     items(BODY)(bodies, "bodies", Scope(frames, dim))
     names = tuple(b["name"] for b in bodies)
+    first: dict[str, int] = {}
     for i, name in enumerate(names):
-        if name in names[:i]:
-            raise HeaderError(f"bodies[{i}].name", f"is {name!r}, which bodies[{names.index(name)}] already has; "
+        if first.setdefault(name, i) != i:
+            raise HeaderError(f"bodies[{i}].name", f"is {_shown(name)}, which bodies[{first[name]}] already has; "
                                                    "body names must be unique")
     scope = Scope(frames, dim, names, frozenset(names))
     items(_event)(header["events"], "events", scope)

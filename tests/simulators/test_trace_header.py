@@ -413,3 +413,22 @@ def test_cli_reward_eval_reports_the_damaged_file_on_one_line_exit_1(saved, tmp_
     assert len(lines) == 1 and lines[0].startswith(f"error: {bad}: header field 'meta.dt' is \"0.01\" (a string)"), \
         res.stderr
     assert res.stdout == ""  # no score for it
+
+
+def test_a_deeply_nested_user_key_is_walked_without_recursion(saved, tmp_path):
+    """The NaN check walks the whole header in a loop: a file decides how deep it nests."""
+    h = header_of(saved)
+    deep: Any = [math.nan]
+    for _ in range(500):
+        deep = [deep]
+    msg = refused(saved, tmp_path, put(h, "meta.deep", deep))
+    assert "header field 'meta.deep" + "[0]" * 501 + "' is NaN, expected a finite number" in msg
+    # deeper than Python's json reads (or writes: the text is built by hand): unreadable, not a crash
+    raw = '{"format": "simpatterns-trace", "version": 2, "bodies": [], "events": [], "meta": {"x": ' + \
+        "[" * 200_000 + "]" * 200_000 + "}}"
+    with np.load(saved) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["header"] = np.frombuffer(raw.encode(), dtype=np.uint8)
+    np.savez_compressed(tmp_path / "deep.npz", **arrays)
+    with pytest.raises(TraceFormatError, match="deep.npz: trace header is unreadable"):
+        Trace.load(tmp_path / "deep.npz")
