@@ -258,17 +258,20 @@ def test_every_number_in_the_header_refuses_nan_and_infinity(saved, tmp_path):
         assert f"header field '{field_name(path)}' is {('NaN', 'Infinity', '-Infinity')[k % 3]}, expected a finite number" in msg
 
 
-def test_the_literals_are_refused_as_python_writes_them(saved, tmp_path):
-    """NaN, Infinity and -Infinity as json.dumps writes them (no other writer does)."""
+@pytest.mark.parametrize("literal, shown", [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"),
+                                            ("1e999", "Infinity")])
+def test_the_literals_are_refused_as_written(saved, tmp_path, literal, shown):
+    """NaN, Infinity and -Infinity as Python's json.dumps writes them, and a number too large
+    for a float (json reads 1e999 as infinity)."""
     h = header_of(saved)
-    raw = json.dumps(h).replace('"dt": 0.016666666666666666', '"dt": NaN')
-    assert "NaN" in raw
+    raw = json.dumps(h).replace('"dt": 0.016666666666666666', f'"dt": {literal}')
+    assert f'"dt": {literal}' in raw
     with np.load(saved) as npz:
         arrays = {k: npz[k] for k in npz.files}
     arrays["header"] = np.frombuffer(raw.encode(), dtype=np.uint8)
-    np.savez_compressed(tmp_path / "nan.npz", **arrays)
-    with pytest.raises(TraceFormatError, match=r"nan.npz: header field 'meta.dt' is NaN, expected a finite number"):
-        Trace.load(tmp_path / "nan.npz")
+    np.savez_compressed(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(TraceFormatError, match=f"bad.npz: header field 'meta.dt' is {shown}, expected a finite number"):
+        Trace.load(tmp_path / "bad.npz")
 
 
 def test_version_must_be_a_positive_integer(saved, tmp_path):
