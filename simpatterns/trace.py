@@ -88,6 +88,7 @@ from simpatterns.trace_header import (  # noqa: F401 - the event kinds and stop 
     STOPPED_SUCCESS,
     TASK_COMPLETE,
     HeaderError,
+    body_list,
     check_header,
 )
 
@@ -508,7 +509,7 @@ class Trace:
         missing = [n for n in _ARRAY_FIELDS if n not in files]
         if missing:
             raise TraceFormatError(f"{source}: missing arrays {missing}")
-        bodies = _header_list(header, "bodies", source)
+        bodies = _header_bodies(header, source)
         frames, dim = _check_declared(declared, len(bodies), source)
         try:
             arrays = {n: npz[n] for n in _ALL_ARRAY_FIELDS if n in files}
@@ -522,7 +523,7 @@ class Trace:
         both checked against the format first; raises `TraceFormatError` naming the field."""
         if not isinstance(header, dict):
             raise TraceFormatError(f"{source}: the header is {type(header).__name__}, expected an object")
-        bodies = _header_list(header, "bodies", source)
+        bodies = _header_bodies(header, source)
         time, position = arrays.get("time"), arrays.get("position")
         if time is None or position is None:
             raise TraceFormatError(f"{source}: missing arrays {[n for n in ('time', 'position') if n not in arrays]}")
@@ -869,8 +870,9 @@ def _frames_and_dim(time_shape: tuple[int, ...], pos_shape: tuple[int, ...], n_b
     return int(time_shape[0]), int(pos_shape[2])
 
 
-def _header_list(header: dict[str, Any], key: str, source: str) -> list[Any]:
-    value = header.get(key)
-    if not isinstance(value, list):
-        raise TraceFormatError(f"{source}: header field {key!r} is {type(value).__name__}, expected a list")
-    return value
+def _header_bodies(header: dict[str, Any], source: str) -> list[Any]:
+    """The header's ``bodies`` list (its length is checked against the arrays before they are read)."""
+    try:
+        return body_list(header)
+    except HeaderError as exc:
+        raise TraceFormatError(f"{source}: {exc}") from exc

@@ -45,7 +45,7 @@ class Scope:
     frames: int
     dim: int
     names: tuple[str, ...] = ()
-    known: frozenset[str] = frozenset()  # the names, for lookups
+    known: frozenset[str] = frozenset()  # the names in lower case, for lookups
 
 
 Check = Callable[[Any, str, Scope], None]  # raises HeaderError(path, why)
@@ -133,8 +133,8 @@ def nullable(inner: Check) -> Check:
 
 
 def body_name(value: Any, path: str, scope: Scope) -> None:
-    """The name of one of the trace's bodies (exactly as in ``bodies``)."""
-    if not isinstance(value, str) or value not in scope.known:
+    """The name of one of the trace's bodies (any case, as `Trace.body_index` finds it)."""
+    if not isinstance(value, str) or value.lower() not in scope.known:
         raise _wrong(path, value, "the name of one of the trace's bodies")
 
 
@@ -196,7 +196,9 @@ def mapping(each: Check) -> Check:
 
 
 def _goal(value: Any, path: str, scope: Scope) -> None:
-    items(body_name, 2, distinct=True, what="a list of two body names")(value, path, scope)
+    items(body_name, 2, what="a list of two body names")(value, path, scope)
+    if value[0].lower() == value[1].lower():
+        raise HeaderError(f"{path}[1]", f"is {_shown(value[1])}, which {path}[0] already is; expected no repeats")
 
 
 def _part(value: Any, path: str, scope: Scope) -> None:
@@ -298,6 +300,15 @@ def finite(value: Any, path: str) -> None:
             todo.extend((x, f"{at}[{i}]") for i, x in reversed(list(enumerate(v))))
 
 
+def body_list(header: dict[str, Any]) -> list[Any]:
+    """The header's ``bodies``, a list (its entries are checked by `check_header`)."""
+    if "bodies" not in header:
+        raise HeaderError("bodies", "is missing")
+    if not isinstance(header["bodies"], list):
+        raise _wrong("bodies", header["bodies"], "a list")
+    return header["bodies"]
+
+
 def check_header(header: dict[str, Any], frames: int, dim: int) -> None:
     """Check a parsed header's ``bodies``, ``events`` and ``meta`` against the schema for
     arrays of ``frames`` stored frames in ``dim`` dimensions; raises `HeaderError`."""
@@ -319,6 +330,6 @@ def check_header(header: dict[str, Any], frames: int, dim: int) -> None:
         if first.setdefault(name, i) != i:
             raise HeaderError(f"bodies[{i}].name", f"is {_shown(name)}, which bodies[{first[name]}] already has; "
                                                    "body names must be unique")
-    scope = Scope(frames, dim, names, frozenset(names))
+    scope = Scope(frames, dim, names, frozenset(n.lower() for n in names))
     items(_event)(header["events"], "events", scope)
     fields(META)(header["meta"], "meta", scope)

@@ -123,7 +123,8 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "stopped unknown": ("meta.stopped", "crashed", "one of 'success', 'settled'"),
         "goal one name": ("meta.goal", [h["bodies"][0]["name"]], "two body names"),
         "goal not a body": ("meta.goal", ["nobody", h["bodies"][0]["name"]], "the name of one of the trace's bodies"),
-        "goal one body twice": ("meta.goal", [h["bodies"][0]["name"]] * 2, "expected no repeats"),
+        "goal one body twice": ("meta.goal", [h["bodies"][0]["name"], h["bodies"][0]["name"].upper()],
+                                "expected no repeats"),
         "goal a string": ("meta.goal", "green ball", "two body names"),
         "world_size one axis": ("meta.world_size", [256.0], "a list of finite numbers of 2"),
         "world_size negative": ("meta.world_size", [256.0, -1.0], "> 0"),
@@ -181,6 +182,8 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "part kind missing": (f"bodies[{circle}].parts[0].kind", DELETE, "is missing"),
         "part centre 3D in 2D": (f"bodies[{circle}].parts[0].center", [0.0, 0.0, 0.0], "of 2"),
         "bodies not a list": ("bodies", {"a": 1}, "a list"),
+        "bodies missing": ("bodies", DELETE, "is missing"),
+        "events missing": ("events", DELETE, "is missing"),
         "event frame past the end": (f"events[{collide}].frame", 10 ** 6, "(a stored frame)"),
         "event frame negative": (f"events[{collide}].frame", -1, "(a stored frame)"),
         "event frame 1.5": (f"events[{collide}].frame", 1.5, "(a stored frame)"),
@@ -279,6 +282,15 @@ def test_version_must_be_a_positive_integer(saved, tmp_path):
     for bad in (True, 0, "2", 1.0):
         msg = refused(saved, tmp_path, put(h, "version", bad))
         assert "header field 'version'" in msg, msg
+
+
+def test_body_names_in_the_header_are_found_in_any_case(saved, tmp_path):
+    """As `Trace.body_index` finds them: a goal written "Green Ball" names the green ball."""
+    h = header_of(saved)
+    goal = [n.title() for n in h["meta"]["goal"]]
+    assert goal != h["meta"]["goal"]
+    trace = Trace.load(rewrite(saved, tmp_path / "case.npz", put(h, "meta.goal", goal)))
+    assert [trace.names[trace.body_index(n)] for n in trace.episode.goal] == h["meta"]["goal"]
 
 
 def test_extra_meta_keys_of_a_user_still_load(saved, tmp_path):
