@@ -55,6 +55,9 @@ gathers them into an `Episode`):
 On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
 ``header`` with the format name and version. Version 2 added the optional
 ``quaternion`` array and 3D traces; version-1 files (2D only) still load.
+Loading checks the arrays and every header field (bodies, events, meta: the
+schema is `simpatterns.trace_header`, docs/trace.md) and saving checks the
+same, so what ``save`` writes loads.
 """
 
 from __future__ import annotations
@@ -74,20 +77,23 @@ from typing import Any, Iterable
 import numpy as np
 
 from simpatterns.files import atomic_open
+from simpatterns.trace_header import (  # noqa: F401 - the event kinds and stop reasons are the trace's names
+    COLLISION_END,
+    COLLISION_START,
+    HORIZON_KEY,
+    RAW_EVENT_KINDS,
+    STOP_REASONS,
+    STOPPED_KEY,
+    STOPPED_SETTLED,
+    STOPPED_SUCCESS,
+    TASK_COMPLETE,
+    HeaderError,
+    body_list,
+    check_header,
+)
 
 FORMAT_NAME = "simpatterns-trace"
 FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
-
-HORIZON_KEY = "horizon"
-STOPPED_KEY = "stopped"
-STOPPED_SUCCESS = "success"
-STOPPED_SETTLED = "settled"
-STOP_REASONS = (STOPPED_SUCCESS, STOPPED_SETTLED)
-
-COLLISION_START = "CollisionStart"
-COLLISION_END = "CollisionEnd"
-TASK_COMPLETE = "TaskComplete"
-RAW_EVENT_KINDS = (COLLISION_START, COLLISION_END, TASK_COMPLETE)
 
 
 class TraceFormatError(ValueError):
@@ -200,9 +206,9 @@ class Episode:
     def of(cls, meta: dict[str, Any] | None, frames: int) -> "Episode":
         """The episode described by a trace's ``meta`` (horizon, stopped, goal) for ``frames`` stored frames."""
         meta = meta if isinstance(meta, dict) else {}
-        try:
+        try:  # a trace read from a file has a checked horizon; one built in memory may not
             horizon = int(meta.get(HORIZON_KEY) or frames)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             horizon = frames
         stopped = meta.get(STOPPED_KEY)
         stopped = stopped if stopped in STOP_REASONS else None
@@ -437,11 +443,14 @@ class Trace:
         }
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write one compressed ``.npz`` atomically, creating missing folders."""
+        """Write one compressed ``.npz`` atomically, creating missing folders. The trace is
+        checked first (`validate`): a trace that would not load raises `TraceFormatError`
+        naming the file and the field, and nothing is written."""
         path = Path(path)
         arrays = {name: getattr(self, name) for name in _ARRAY_FIELDS}
         arrays.update({n: getattr(self, n) for n in _OPTIONAL_ARRAY_FIELDS if getattr(self, n) is not None})
-        header = json.dumps(self.header(), default=_json_default).encode()
+        self.validate(str(path))  # what is written loads: no NaN, no wrong header field
+        header = json.dumps(self.header(), default=_json_default, allow_nan=False).encode()
         arrays["header"] = np.frombuffer(header, dtype=np.uint8)
         with atomic_open(path, "wb") as fh:
             np.savez_compressed(fh, **arrays)
@@ -480,8 +489,8 @@ class Trace:
         shape, dtype = declared["header"]
         if dtype != np.uint8 or len(shape) != 1 or shape[0] > MAX_HEADER_BYTES:
             raise TraceFormatError(f"{source}: field 'header' must be at most {MAX_HEADER_BYTES} bytes of JSON")
-        try:
-            header = json.loads(npz["header"].tobytes().decode())
+        try:  # NaN and Infinity (which Python's json reads) stay floats: check_header names their field
+            header = json.loads(npz["header"].tobytes().decode(), parse_constant=float)
         except Exception as exc:  # zlib / json / unicode errors from a damaged file
             raise TraceFormatError(f"{source}: trace header is unreadable ({exc})") from exc
         if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
@@ -490,7 +499,9 @@ class Trace:
                 f"expected {FORMAT_NAME!r}"
             )
         version = header.get("version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise TraceFormatError(f"{source}: header field 'version' is {version!r}, expected an integer >= 1")
+        if version > FORMAT_VERSION:
             raise TraceFormatError(
                 f"{source}: trace format version {version!r} is newer than this simpatterns "
                 f"reads (<= {FORMAT_VERSION}); upgrade simpatterns"
@@ -498,34 +509,54 @@ class Trace:
         missing = [n for n in _ARRAY_FIELDS if n not in files]
         if missing:
             raise TraceFormatError(f"{source}: missing arrays {missing}")
-        bodies = _header_list(header, "bodies", source)
-        try:
-            bodies = [Body.from_json(b) for b in bodies]
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TraceFormatError(f"{source}: header field 'bodies' is malformed ({exc!r})") from exc
-        _check_declared(declared, len(bodies), source)
+        bodies = _header_bodies(header, source)
+        frames, dim = _check_declared(declared, len(bodies), source)
         try:
             arrays = {n: npz[n] for n in _ALL_ARRAY_FIELDS if n in files}
         except Exception as exc:
             raise TraceFormatError(f"{source}: array data is corrupt ({exc})") from exc
+        return Trace._checked(header, frames, dim, arrays, source)
+
+    @staticmethod
+    def from_header(header: dict[str, Any], arrays: dict[str, np.ndarray], source: str = "<trace>") -> "Trace":
+        """A trace from a parsed file header (``bodies``, ``events``, ``meta``) and its arrays,
+        both checked against the format first; raises `TraceFormatError` naming the field."""
+        if not isinstance(header, dict):
+            raise TraceFormatError(f"{source}: the header is {type(header).__name__}, expected an object")
+        bodies = _header_bodies(header, source)
+        time, position = arrays.get("time"), arrays.get("position")
+        if time is None or position is None:
+            raise TraceFormatError(f"{source}: missing arrays {[n for n in ('time', 'position') if n not in arrays]}")
+        frames, dim = _frames_and_dim(np.shape(time), np.shape(position), len(bodies), source)
+        return Trace._checked(header, frames, dim, arrays, source)
+
+    @staticmethod
+    def _checked(header: dict[str, Any], frames: int, dim: int, arrays: dict[str, np.ndarray], source: str) -> "Trace":
+        """The trace of a header checked against `trace_header` (for arrays of ``frames``
+        rows in ``dim`` dimensions) and of arrays checked by `validate`."""
         try:
-            events = [RawEvent(str(k), int(f), dict(p)) for k, f, p in _header_list(header, "events", source)]
-        except (TypeError, ValueError) as exc:
-            raise TraceFormatError(f"{source}: header field 'events' is malformed ({exc!r})") from exc
-        meta = header.get("meta")
-        if not isinstance(meta, dict):
-            raise TraceFormatError(f"{source}: header field 'meta' is {type(meta).__name__}, expected an object")
-        try:
-            trace = Trace(bodies=bodies, events=events, meta=meta, **arrays)
-        except ValueError as exc:  # repeated body names
-            raise TraceFormatError(f"{source}: header field 'bodies': {exc}") from exc
-        trace.validate(source)
+            check_header(header, frames, dim)
+        except HeaderError as exc:
+            raise TraceFormatError(f"{source}: {exc}") from exc
+        bodies = [Body.from_json(b) for b in header["bodies"]]
+        events = [RawEvent(k, f, dict(p)) for k, f, p in header["events"]]
+        trace = Trace(bodies=bodies, events=events, meta=header["meta"], **arrays)
+        trace._validate_arrays(source)
         return trace
 
     def validate(self, source: str = "<trace>") -> None:
-        """Check the arrays against the format: shapes agree, dtypes, finite values, time
-        increasing, contact rows and event frames in range; raises `TraceFormatError`
-        naming the field."""
+        """Check the trace against the format: the arrays (shapes agree, dtypes, finite
+        values, time increasing, contact rows in range), then bodies, events and meta as
+        they would be written (`trace_header`); raises `TraceFormatError` naming the field."""
+        self._validate_arrays(source)
+        try:  # the header as `save` writes it (numpy scalars and tuples become JSON)
+            check_header(json.loads(json.dumps(self.header(), default=_json_default)), self.num_frames, self.dim)
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, HeaderError):
+                raise TraceFormatError(f"{source}: {exc}") from exc
+            raise TraceFormatError(f"{source}: the header cannot be written as JSON ({exc})") from exc
+
+    def _validate_arrays(self, source: str) -> None:
         T, N = self.num_frames, self.num_bodies
         if self.time.ndim != 1 or T < 1:
             raise TraceFormatError(f"{source}: field 'time' has shape {self.time.shape}, expected (T,) with T >= 1")
@@ -579,10 +610,6 @@ class Trace:
             arr = getattr(self, name)
             if K and (arr.min() < 0 or arr.max() >= N):
                 raise TraceFormatError(f"{source}: field {name!r} has a body index outside [0, {N})")
-        for i, ev in enumerate(self.events):
-            if not 0 <= ev.frame < T:
-                raise TraceFormatError(f"{source}: header field 'events' entry {i} has frame {ev.frame}, "
-                                       f"outside [0, {T})")
 
     def __eq__(self, other: object) -> bool:
         # `equals`, so that ``==`` works on traces (e.g. in an env's info, which Gymnasium compares)
@@ -812,9 +839,10 @@ def _declared(npz: "_NpzArrays", name: str, source: str) -> tuple[tuple[int, ...
     return shape, dtype
 
 
-def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bodies: int, source: str) -> None:
+def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bodies: int,
+                    source: str) -> tuple[int, int]:
     """Shapes agree with the header's bodies and the time axis, and the sizes with
-    `MAX_TRACE_BYTES`, before any array is read."""
+    `MAX_TRACE_BYTES`, before any array is read; returns (T, D)."""
     total = 0
     for name, (shape, dtype) in declared.items():
         if name == "header":
@@ -828,14 +856,23 @@ def _check_declared(declared: dict[str, tuple[tuple[int, ...], np.dtype]], n_bod
         total += nbytes
     if total > MAX_TRACE_BYTES:
         raise TraceFormatError(f"{source}: arrays declare {total} bytes, more than a trace may hold ({MAX_TRACE_BYTES})")
-    (time_shape, _), (pos_shape, _) = declared["time"], declared["position"]
-    if len(pos_shape) != 3 or pos_shape[:2] != (time_shape[0] if time_shape else -1, n_bodies):
-        raise TraceFormatError(f"{source}: field 'position' declares shape {pos_shape}, expected "
-                               f"(T={time_shape[0] if time_shape else '?'}, N={n_bodies}, D) for the header's bodies")
+    return _frames_and_dim(declared["time"][0], declared["position"][0], n_bodies, source)
 
 
-def _header_list(header: dict[str, Any], key: str, source: str) -> list[Any]:
-    value = header.get(key)
-    if not isinstance(value, list):
-        raise TraceFormatError(f"{source}: header field {key!r} is {type(value).__name__}, expected a list")
-    return value
+def _frames_and_dim(time_shape: tuple[int, ...], pos_shape: tuple[int, ...], n_bodies: int,
+                    source: str) -> tuple[int, int]:
+    """T and D from the shapes of 'time' (T,) and 'position' (T, N, D) for the header's N bodies."""
+    if len(time_shape) != 1 or time_shape[0] < 1:
+        raise TraceFormatError(f"{source}: field 'time' has shape {time_shape}, expected (T,) with T >= 1")
+    if len(pos_shape) != 3 or pos_shape[:2] != (time_shape[0], n_bodies) or pos_shape[2] not in (2, 3):
+        raise TraceFormatError(f"{source}: field 'position' has shape {pos_shape}, expected "
+                               f"(T={time_shape[0]}, N={n_bodies}, D=2 or 3) for the header's bodies")
+    return int(time_shape[0]), int(pos_shape[2])
+
+
+def _header_bodies(header: dict[str, Any], source: str) -> list[Any]:
+    """The header's ``bodies`` list (its length is checked against the arrays before they are read)."""
+    try:
+        return body_list(header)
+    except HeaderError as exc:
+        raise TraceFormatError(f"{source}: {exc}") from exc

@@ -33,7 +33,7 @@ import numpy as np
 
 from simpatterns.annotation import Annotation
 from simpatterns.files import atomic_open
-from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Body, RawEvent, Trace
+from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace, TraceFormatError
 
 TRACES, EVENTS, ANNOTATIONS = "traces.parquet", "events.parquet", "annotations.parquet"
 ANNOTATION_SUFFIX = ".annotation.jsonl"
@@ -158,10 +158,9 @@ def read_parquet(folder: str | os.PathLike) -> tuple[dict[str, Trace], dict[str,
             shapes = json.loads(row["arrays"])
             arrays = {name: np.asarray(row[name], dtype=dtype).reshape(shape)
                       for name, (dtype, shape) in shapes.items()}
-            trace = Trace(bodies=[Body.from_json(b) for b in header["bodies"]],
-                          events=[RawEvent(str(k), int(f), dict(p)) for k, f, p in header["events"]],
-                          meta=dict(header["meta"]), **arrays)
-            trace.validate(where)
+            trace = Trace.from_header(header, arrays, where)
+        except TraceFormatError as exc:
+            raise ExchangeError(str(exc)) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise ExchangeError(f"{where}: malformed ({exc})") from None
         traces[row["trace_id"]] = trace

@@ -82,3 +82,22 @@ def test_read_parquet_names_a_missing_or_bad_file(tmp_path):
     assert res.exit_code == 2 and "traces.parquet: cannot read Parquet" in res.stderr
     with pytest.raises(Exception, match="traces.parquet"):
         read_parquet(tmp_path)
+
+
+def test_import_checks_each_trace_header_like_load(dataset, tmp_path):
+    """A header edited inside traces.parquet is refused as `Trace.load` refuses it, naming the row and field."""
+    from simpatterns.annotate.exchange import ExchangeError
+
+    res = CliRunner().invoke(app, ["export", str(dataset), "-o", str(tmp_path / "pq")])
+    assert res.exit_code == 0, res.output
+    table = pq.read_table(tmp_path / "pq" / "traces.parquet")
+    rows = table.to_pylist()
+    header = json.loads(rows[0]["header"])
+    header["meta"]["stride"] = 1.5
+    rows[0]["header"] = json.dumps(header)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), tmp_path / "pq" / "traces.parquet")
+    with pytest.raises(ExchangeError, match=rf"traces.parquet: trace '{rows[0]['trace_id']}': header field "
+                                            r"'meta.stride' is 1.5 \(a number\), expected an integer >= 1"):
+        read_parquet(tmp_path / "pq")
+    res = CliRunner().invoke(app, ["import", str(tmp_path / "pq"), "-o", str(tmp_path / "back")])
+    assert res.exit_code == 2 and "meta.stride" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -75,13 +75,13 @@ ARRAY_DAMAGE = {
     "quaternion in 2D": ("quaternion", lambda a: a.update(quaternion=np.zeros(a["angle"].shape + (4,))), "2D"),
     "missing velocity": ("velocity", lambda a: a.pop("velocity"), "missing"),
 }
-HEADER_DAMAGE = {
+HEADER_DAMAGE = {  # every field, value by value: tests/simulators/test_trace_header.py
     "bodies not a list": ("bodies", lambda h: h.update(bodies={"a": 1}), "expected a list"),
-    "body without a name": ("bodies", lambda h: h["bodies"][0].pop("name"), "malformed"),
-    "repeated body names": ("bodies", lambda h: h["bodies"][1].update(name=h["bodies"][0]["name"]), "repeated"),
+    "body without a name": ("bodies[0].name", lambda h: h["bodies"][0].pop("name"), "missing"),
+    "repeated body names": ("bodies[1].name", lambda h: h["bodies"][1].update(name=h["bodies"][0]["name"]), "unique"),
     "events not a list": ("events", lambda h: h.update(events=7), "expected a list"),
-    "event frame out of range": ("events", lambda h: h["events"][0].__setitem__(1, 10 ** 6), "outside"),
-    "event frame negative": ("events", lambda h: h["events"][0].__setitem__(1, -1), "outside"),
+    "event frame out of range": ("events[0].frame", lambda h: h["events"][0].__setitem__(1, 10 ** 6), "stored frame"),
+    "event frame negative": ("events[0].frame", lambda h: h["events"][0].__setitem__(1, -1), "stored frame"),
     "meta not an object": ("meta", lambda h: h.update(meta=[1, 2]), "expected an object"),
 }
 

@@ -623,8 +623,9 @@ def thin(trace: Trace, stride: int) -> Trace:
     meta = dict(trace.meta, stride=stride)
     if meta.get(HORIZON_KEY):
         meta[HORIZON_KEY] = (int(meta[HORIZON_KEY]) - 1) // stride + 1
-    if meta.get("solved_frame") is not None:
-        meta["solved_frame"] = meta["solved_frame"] // stride
+    for key in ("solved_frame", "settled_frame"):  # frame indices index the stored rows
+        if meta.get(key) is not None:
+            meta[key] = meta[key] // stride
     return Trace(
         bodies=trace.bodies,
         time=trace.time[keep],

@@ -205,7 +205,8 @@ class Scene:
     def goal_names(self) -> tuple[str, str] | None:
         if self.goal is None:
             return None
-        return (self.bodies[self.goal[0]].name or "", self.bodies[self.goal[1]].name or "")
+        a, b = (self.bodies[i] for i in self.goal)  # named as `trace_bodies` names them
+        return (a.name or a.kind, b.name or b.kind)
 
     def goal_text(self) -> str:
         if self.goal_names is None:
