@@ -1,7 +1,7 @@
 """`RewardProgramWrapper`: the one way a reward program reaches an environment.
 
 The wrapper switches on the environment's ``info_trace``, so each step's
-``info["trace"]`` holds the rollout's `Trace`, and scores it with the
+``info["trace"]`` reaches it with the rollout's `Trace`, and scores it with the
 program's one evaluation path, `RewardProgram.evaluate`: the trace is
 annotated with only the patterns the program reads (plus their
 dependencies), so a program made of NEARBY_AT/TOUCHING clauses costs no
@@ -34,24 +34,27 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Reset checks the program's body names against the scene's (``info
     ["bodies"]``) and raises ValueError naming the scene when one is
-    missing. The step's ``info`` gains ``trace``, ``annotation`` (what the
-    program read), ``is_success`` (the program's success), ``program_score``,
+    missing. The step's ``info`` gains ``is_success`` (the program's
+    success), ``program_score``,
     ``program_determined`` (False when the rollout stopped at success before
     its horizon and the frames it skipped could change the verdict) and one
     ``reward/<clause>`` key per top-level clause; the environment's own
     success stays in ``info["task_success"]``. ``terminate_on_success``
     also ends the episode when the program succeeds (for multi-step
     environments such as the rope's; the environment's own termination
-    stands either way).
+    stands either way). Only with ``info_trace=True`` does ``info`` also carry
+    the rollout's ``trace`` and the ``annotation`` the program read: they are
+    hundreds of kB, and vector environments ship every step's ``info``
+    between processes.
 
         env = RewardProgramWrapper(gym.make("simpatterns/PhyreOneBall-v0"), "goal.rwd")
         env = RewardProgramWrapper(gym.make("simpatterns/KnotRope-v0"), 'EVENT("crossing removed")')
     """
 
     def __init__(self, env: gym.Env, program: Any, reward: str = "score", library: Any = None,
-                 terminate_on_success: bool = False):
+                 terminate_on_success: bool = False, info_trace: bool = False):
         gym.utils.RecordConstructorArgs.__init__(self, program=program, reward=reward, library=library,
-                                                 terminate_on_success=terminate_on_success)
+                                                 terminate_on_success=terminate_on_success, info_trace=info_trace)
         gym.Wrapper.__init__(self, env)
         if reward not in REWARD_KINDS:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
@@ -65,6 +68,8 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.program = RewardProgram.coerce(program, library)
         self.reward_kind = reward
         self.terminate_on_success = bool(terminate_on_success)
+        self.info_trace = bool(info_trace)
+        self._env_info_trace = bool(env.unwrapped.info_trace)  # the caller's own setting for the env
         self.info_keys = [f"reward/{c}" for c in self.program.clauses]
         env.unwrapped.info_trace = True
         self._fitted: set[tuple[str, ...]] = set()
@@ -92,14 +97,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         trace = info.get("trace")
         info.setdefault("task_success", info.get("is_success", False))
         if trace is None:  # an invalid action: nothing was simulated
-            info.update(annotation=None, is_success=False, program_score=0.0, program_determined=True)
+            info.update(is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
-            return obs, 0.0, terminated, truncated, info
+            return obs, 0.0, terminated, truncated, self._trimmed(info, None)
         if not self._scene_checked:
             self._fit(trace.names, "trace")
         given = info.get("annotation")
         result = self.program.evaluate(given if given is not None and self.program.covers(given) else None, trace)
-        info["annotation"] = result.annotation
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
         # False when the rollout stopped before its horizon and the frames it did not simulate could
@@ -108,4 +112,12 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
         reward = float(result.score) if self.reward_kind == "score" else float(result.success)
         terminated = terminated or (self.terminate_on_success and bool(result.success))
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, self._trimmed(info, result.annotation)
+
+    def _trimmed(self, info: dict[str, Any], annotation: Any) -> dict[str, Any]:
+        """``info`` with the trace and the program's annotation only where asked for."""
+        if self.info_trace:
+            info["annotation"] = annotation
+        elif not self._env_info_trace:
+            info.pop("trace", None)
+        return info

@@ -185,7 +185,8 @@ def test_rgb_render_is_the_observation():
 
 
 def test_program_rewards_over_rope_patterns():
-    env = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=2), PROGRAM)
+    env = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=2), PROGRAM,
+                               info_trace=True)
     assert env.program.library is env.unwrapped.library  # the env's own library: the 3D one
     _, info0 = env.reset(seed=0)
     push = np.array([0.5, 0.0, 0.0, 1.0, 0.0, 0.0], np.float32)
@@ -236,7 +237,7 @@ def test_vector_envs(vector):
 
 def test_vector_env_of_wrapped_ropes():
     def make():
-        return RewardProgramWrapper(gym.make(ID, obs_mode="state"), PROGRAM, reward="score")
+        return RewardProgramWrapper(gym.make(ID, obs_mode="state"), PROGRAM, reward="score", info_trace=True)
 
     venv = gym.vector.SyncVectorEnv([make, make])
     try:
