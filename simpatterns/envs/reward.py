@@ -29,8 +29,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     are compiled once, against ``library``; by default the environment's own
     library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
     for the rope).
-    ``reward="score"`` gives the dense score in [0, 1]; ``"success"`` 1.0 on
+    ``reward="score"`` pays the dense score in [0, 1]; ``"success"`` 1.0 on
     the program's success, else 0.0. An invalid action (no rollout) scores 0.
+    Each step pays the change of that value since the previous step (0 at
+    reset): a one-step episode is paid its score, and a multi-step episode,
+    whose trace grows step by step, returns exactly its final score. This is
+    potential-based shaping, so it leaves the optimal policy unchanged, and
+    hovering near success earns nothing more than reaching it.
 
     Reset checks the program's body names against the scene's (``info
     ["bodies"]``) and raises ValueError naming the scene when one is
@@ -74,6 +79,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         env.unwrapped.info_trace = True
         self._fitted: set[tuple[str, ...]] = set()
         self._scene_checked = False
+        self._paid = 0.0  # the value paid so far this episode (the potential)
 
     def _fit(self, names: Any, where: str) -> None:
         key = tuple(names)
@@ -83,6 +89,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
+        self._paid = 0.0
         bodies = info.get("bodies")
         self._scene_checked = bodies is not None
         if bodies is not None:
@@ -99,7 +106,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if trace is None:  # an invalid action: nothing was simulated
             info.update(is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
-            return obs, 0.0, terminated, truncated, self._trimmed(info, None)
+            return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
         if not self._scene_checked:
             self._fit(trace.names, "trace")
         given = info.get("annotation")
@@ -110,9 +117,14 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         # change the verdict (run the environment with stop_on_success=False to simulate them)
         info["program_determined"] = bool(result.determined)
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
-        reward = float(result.score) if self.reward_kind == "score" else float(result.success)
+        reward = self._pay(float(result.score) if self.reward_kind == "score" else float(result.success))
         terminated = terminated or (self.terminate_on_success and bool(result.success))
         return obs, reward, terminated, truncated, self._trimmed(info, result.annotation)
+
+    def _pay(self, value: float) -> float:
+        """The change of the episode's value since the last step."""
+        reward, self._paid = value - self._paid, value
+        return reward
 
     def _trimmed(self, info: dict[str, Any], annotation: Any) -> dict[str, Any]:
         """``info`` with the trace and the program's annotation only where asked for."""

@@ -192,3 +192,22 @@ def test_gymnasium_async_vector_env_with_the_plain_id_same_step_autoreset():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:2] == ["[True, True, True]", "(2, 3, 19)"]
+
+
+def test_multi_step_episodes_return_their_final_program_score():
+    """The rope pays the change of the program's score each step (potential-based): the
+    return is the final score, and a step that keeps the score pays 0."""
+    program = 'AND(COUNT("bead dragged") >= 3, NEVER("crossing formed"))'
+    env = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", max_episode_steps=6), program)
+    rng = np.random.default_rng(0)
+    for seed in range(2):
+        env.reset(seed=seed)
+        rewards, scores, done = [], [], False
+        while not done:
+            _, r, terminated, truncated, info = env.step(rng.uniform(-1, 1, 6).astype(np.float32))
+            rewards.append(r)
+            scores.append(info["program_score"])
+            done = terminated or truncated
+        assert sum(rewards) == pytest.approx(scores[-1], abs=1e-12)
+        assert np.allclose(rewards, np.diff([0.0, *scores]), atol=1e-12)
+    assert len(set(np.round(scores, 9))) > 1  # the score moved during the episode
