@@ -581,6 +581,12 @@ class PatternLibrary:
         return [({**self._entries[k].to_json(), SPEC_TRUSTED: self._detectors[k].trusted}, self._detectors[k].source)
                 for k in self.order()]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # detectors hold functions: a library pickles as its spec (RL libraries pickle
+        # environments, and a reward wrapper holds its program's library)
+        return (_library_from_pickle, (self.to_spec(), None if self.path is None else str(self.path),
+                                       self.trust_evolved))
+
     @classmethod
     def from_spec(cls, spec: list[tuple[dict[str, Any], str]]) -> "PatternLibrary":
         sources = {rec["file"]: src for rec, src in spec}
@@ -706,3 +712,11 @@ def _cycle_path(component: list[str], graph: dict[str, list[str]]) -> list[str]:
                     nxt_frontier.append(w)
         frontier = nxt_frontier
     return sorted(component)
+
+
+def _library_from_pickle(spec: list[tuple[dict[str, Any], str]], path: str | None,
+                         trust_evolved: bool) -> PatternLibrary:
+    lib = PatternLibrary.from_spec(spec)
+    lib.path = None if path is None else Path(path)
+    lib.trust_evolved = trust_evolved
+    return lib

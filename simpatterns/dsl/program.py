@@ -64,6 +64,7 @@ class RewardProgram:
         self.library = library
         self.body_refs = tuple(body_refs)
         self._needed: "PatternLibrary | None" = None
+        self._build_args: tuple[Any, Any, Any] = (library, None, None)  # what from_parsed checked against
 
     @classmethod
     def from_text(cls, text: str, signatures: Any = None, bodies: "Sequence[Any] | None" = None,
@@ -89,7 +90,16 @@ class RewardProgram:
             raise DSLErrors(errors)
         compiled = build(program, directed_labels(signatures) if directed is None else directed,
                          as_declarations(signatures))
-        return cls(program.source, program, compiled, library=signatures, body_refs=checker.body_refs)
+        out = cls(program.source, program, compiled, library=signatures, body_refs=checker.body_refs)
+        out._build_args = (signatures, bodies, directed)
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the compiled program holds closures: it pickles as its text, compiled again on load
+        signatures, bodies, directed = self._build_args
+        return (_program_from_pickle, (self.text, self.program.filename, signatures, bodies,
+                                       None if directed is None else tuple(directed),
+                                       None if self.path is None else str(self.path)))
 
     @classmethod
     def load(cls, path: str | os.PathLike, signatures: Any = None, bodies: "Sequence[Any] | None" = None,
@@ -228,3 +238,10 @@ class RewardProgram:
     def __repr__(self) -> str:
         name = f" {self.path.name}" if self.path else ""
         return f"<RewardProgram{name}: {len(self.clauses)} clause(s)>"
+
+
+def _program_from_pickle(text: str, filename: str, signatures: Any, bodies: Any, directed: Any,
+                         path: str | None) -> RewardProgram:
+    out = RewardProgram.from_text(text, signatures, bodies, filename=filename, directed=directed)
+    out.path = None if path is None else Path(path)
+    return out

@@ -16,7 +16,9 @@ each pixel is one-hot over
 ====  ==========================================================
 
 shape ``(size, size, 7)`` uint8 in {0, 1}, rows top to bottom (image order,
-y down), exactly one channel set per pixel. Where bodies overlap, later
+y down), exactly one channel set per pixel (`ObservationOptions` can put the
+channels first and make a set channel 255: the layout and range of
+Stable-Baselines3's ``CnnPolicy``, the defaults of ``PhyreOneBall-v1``). Where bodies overlap, later
 drawn wins: static, then dynamic, then the agent (the renderer's order).
 
 ``objects`` is a ``(max_objects, 19)`` float32 array, one row per non-wall
@@ -85,16 +87,32 @@ def semantic_channel(role: str, dynamic: bool) -> int | None:
     return 4 if dynamic else 3
 
 
-def observation_space(mode: str, semantic_size: int = 64, max_objects: int = 16) -> spaces.Space:
+ONEHOT_VALUES = (1, 255)
+
+
+def observation_space(mode: str, semantic_size: int = 64, max_objects: int = 16, *,
+                      channels_first: bool = False, onehot_value: int = 1) -> spaces.Space:
+    """The space of ``mode``'s observations; images are (H, W, C), or (C, H, W) with
+    ``channels_first``; a semantic pixel's set channel holds ``onehot_value``."""
     if mode == "rgb":
-        return spaces.Box(0, 255, (RGB_SIZE, RGB_SIZE, 3), np.uint8)
+        return spaces.Box(0, 255, _image_shape(RGB_SIZE, 3, channels_first), np.uint8)
     if mode == "semantic":
-        return spaces.Box(0, 1, (semantic_size, semantic_size, len(SEMANTIC_CHANNELS)), np.uint8)
+        return spaces.Box(0, onehot_value, _image_shape(semantic_size, len(SEMANTIC_CHANNELS), channels_first),
+                          np.uint8)
     if mode == "objects":
         low = np.broadcast_to(_LOW, (max_objects, len(OBJECT_COLUMNS)))
         high = np.broadcast_to(_HIGH, (max_objects, len(OBJECT_COLUMNS)))
         return spaces.Box(low.copy(), high.copy(), dtype=np.float32)
     raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {mode!r}")
+
+
+def _image_shape(size: int, channels: int, channels_first: bool) -> tuple[int, int, int]:
+    return (channels, size, size) if channels_first else (size, size, channels)
+
+
+def as_layout(image: np.ndarray, channels_first: bool) -> np.ndarray:
+    """An (H, W, C) image in the observation's layout (a contiguous copy when transposed)."""
+    return np.ascontiguousarray(image.transpose(2, 0, 1)) if channels_first else image
 
 
 def _world(trace: Trace) -> tuple[float, float]:
@@ -106,8 +124,8 @@ def _draw_order(trace: Trace) -> list[int]:
     return sorted(range(trace.num_bodies), key=lambda i: (trace.bodies[i].dynamic, trace.bodies[i].role == "agent"))
 
 
-def semantic_grid(trace: Trace, frame: int, size: int = 64) -> np.ndarray:
-    """The 7-channel role grid of one frame (see the module docstring)."""
+def semantic_grid(trace: Trace, frame: int, size: int = 64, onehot_value: int = 1) -> np.ndarray:
+    """The 7-channel role grid of one frame, (size, size, 7) (see the module docstring)."""
     w, h = _world(trace)
     sx, sy = size / w, size / h
     label = Image.new("L", (size, size), 0)
@@ -134,7 +152,8 @@ def semantic_grid(trace: Trace, frame: int, size: int = 64) -> np.ndarray:
     labels = np.asarray(label, dtype=np.int64)
     # label 0 (nothing drawn) -> background channel, label k -> channel k-1
     channel = np.where(labels == 0, _BACKGROUND, labels - 1)
-    return (channel[..., None] == np.arange(len(SEMANTIC_CHANNELS))).astype(np.uint8)
+    grid = (channel[..., None] == np.arange(len(SEMANTIC_CHANNELS))).astype(np.uint8)
+    return grid * np.uint8(onehot_value) if onehot_value != 1 else grid
 
 
 def object_features(trace: Trace, frame: int, max_objects: int = 16) -> np.ndarray:

@@ -11,7 +11,8 @@ simulation     ``max_steps``, ``stride``, ``stop_on_success``,
                ``stop_when_settled``, ``success_fn``: how a rollout runs and
                what counts as success
 observation    ``obs_mode``, ``semantic_size``, ``max_objects``,
-               ``action_bins``: what the agent sees and does
+               ``channels_first``, ``onehot_value``, ``action_bins``,
+               ``action_range``: what the agent sees and does
 rendering      ``render_mode``, ``render_stride``, ``annotate`` (annotation
                text in ``info`` and the ``ansi`` render), ``text_budget``,
                ``library`` (the patterns of that text)
@@ -33,11 +34,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simpatterns.envs.observation import OBS_MODES
+from simpatterns.envs.observation import OBS_MODES, ONEHOT_VALUES
 from simpatterns.simulators.phyre import MAX_STEPS, Scene
 from simpatterns.trace import Trace
 
 RENDER_MODES = ["rgb_array", "rgb_array_list", "ansi"]
+ACTION_RANGES = ("unit", "symmetric")
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,19 @@ class SimulationOptions:
 @dataclass(frozen=True)
 class ObservationOptions:
     """What the agent sees (``obs_mode``: ``"rgb"``, ``"semantic"`` with
-    ``semantic_size``, ``"objects"`` with ``max_objects`` rows) and does
-    (continuous (x, y, r), or a ``Discrete(action_bins**3)`` grid)."""
+    ``semantic_size``, ``"objects"`` with ``max_objects`` rows; images (H, W,
+    C), or (C, H, W) with ``channels_first``; a semantic pixel's set channel
+    is ``onehot_value``, 1 or 255) and does (continuous (x, y, r) in PHYRE's
+    [0, 1] with ``action_range="unit"`` or in [-1, 1] with ``"symmetric"``,
+    or a ``Discrete(action_bins**3)`` grid)."""
 
     obs_mode: str = "rgb"
     semantic_size: int = 64
     max_objects: int | None = None  # None: room for the task set's fullest scene (the env decides)
     action_bins: int | None = None
+    action_range: str = "unit"
+    channels_first: bool = False
+    onehot_value: int = 1
 
     def __post_init__(self) -> None:
         if self.obs_mode not in OBS_MODES:
@@ -109,6 +117,12 @@ class ObservationOptions:
         bins = self.action_bins
         if bins is not None and not (isinstance(bins, (int, np.integer)) and not isinstance(bins, bool) and bins >= 1):
             raise ValueError(f"action_bins must be a positive integer, got {bins!r}")
+        if self.action_range not in ACTION_RANGES:
+            raise ValueError(f"action_range must be one of {ACTION_RANGES}, got {self.action_range!r}")
+        if not isinstance(self.channels_first, (bool, np.bool_)):
+            raise ValueError(f"channels_first must be True or False, got {self.channels_first!r}")
+        if self.onehot_value not in ONEHOT_VALUES or isinstance(self.onehot_value, bool):
+            raise ValueError(f"onehot_value must be one of {ONEHOT_VALUES}, got {self.onehot_value!r}")
 
 
 @dataclass(frozen=True)

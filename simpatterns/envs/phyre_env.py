@@ -2,8 +2,9 @@
 
 ``reset`` picks a task (a template variant, or a purpose-built scene) and
 returns the initial scene; ``step(action)`` places the red ball, simulates
-the whole rollout and ends the episode (``terminated=True``). Registered as
-``simpatterns/PhyreOneBall-v0`` with ``max_episode_steps=1``; see
+the whole rollout and ends the episode (``terminated=True``, never
+``truncated``). Registered as ``simpatterns/PhyreOneBall-v0`` (PHYRE's
+conventions) and ``-v1`` (actions in [-1, 1], channel-first images); see
 ``docs/readme/envs.md`` for the user guide.
 """
 
@@ -17,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from simpatterns.envs.observation import object_features, observation_space, semantic_grid
+from simpatterns.envs.observation import as_layout, object_features, observation_space, semantic_grid
 from simpatterns.envs.options import (
     RENDER_MODES,
     ObservationOptions,
@@ -128,7 +129,9 @@ class PhyreOneBallEnv(gym.Env):
     {"template": T, "variant": V})`` or ``options={"scene": ...}`` overrides
     the task for one episode. Sampling uses the env's seeded ``np_random``.
 
-    Actions: ``Box(0, 1, (3,))`` = (x, y, radius) of the red ball, or with
+    Actions: ``Box(0, 1, (3,))`` = (x, y, radius) of the red ball
+    (``Box(-1, 1, (3,))`` with ``action_range="symmetric"``, mapped to PHYRE's
+    [0, 1] by (a + 1) / 2; ``info["action"]`` is PHYRE's), or with
     ``action_bins=B`` a ``Discrete(B**3)`` grid (cell centres, x fastest). An
     action PHYRE rejects (overlap, outside the scene, out of range, NaN)
     simulates nothing: reward 0, ``terminated``, ``info["invalid_reason"]``
@@ -197,9 +200,12 @@ class PhyreOneBallEnv(gym.Env):
         o = self.obs_options
         if o.max_objects is None:  # sized for this task set, so no reset can overflow it
             self.obs_options = o = replace(o, max_objects=objects_rows(self.tasks))
-        self.observation_space = observation_space(o.obs_mode, int(o.semantic_size), int(o.max_objects))
+        self.observation_space = observation_space(o.obs_mode, int(o.semantic_size), int(o.max_objects),
+                                                   channels_first=bool(o.channels_first),
+                                                   onehot_value=int(o.onehot_value))
         bins = None if o.action_bins is None else int(o.action_bins)
-        self.action_space = spaces.Box(0.0, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
+        low = -1.0 if o.action_range == "symmetric" else 0.0
+        self.action_space = spaces.Box(low, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
         self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], Task]] = OrderedDict()
         self.task: Task | None = None
@@ -226,9 +232,10 @@ class PhyreOneBallEnv(gym.Env):
         if o.obs_mode == "rgb":
             from simpatterns.simulators.phyre.render import frame_array
 
-            return frame_array(trace, frame)
+            return as_layout(frame_array(trace, frame), bool(o.channels_first))
         if o.obs_mode == "semantic":
-            return semantic_grid(trace, frame, int(o.semantic_size))
+            return as_layout(semantic_grid(trace, frame, int(o.semantic_size), int(o.onehot_value)),
+                             bool(o.channels_first))
         return object_features(trace, frame, int(o.max_objects))
 
     def _initial_state(self, task: Task) -> tuple[Scene, Trace, np.ndarray, tuple[str, ...]]:
@@ -270,6 +277,8 @@ class PhyreOneBallEnv(gym.Env):
             raise ValueError(f"action must be 3 numbers (x, y, r) in [0, 1], got {action!r}") from exc
         if a.shape != (3,):
             raise ValueError(f"action must have shape (3,) = (x, y, r), got shape {a.shape}")
+        if self.obs_options.action_range == "symmetric":  # [-1, 1] -> PHYRE's [0, 1]
+            a = (a + 1.0) / 2.0
         return a, None
 
     # ------------------------------------------------------------- Gym API

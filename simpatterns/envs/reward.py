@@ -1,7 +1,7 @@
 """`RewardProgramWrapper`: the one way a reward program reaches an environment.
 
 The wrapper switches on the environment's ``info_trace``, so each step's
-``info["trace"]`` holds the rollout's `Trace`, and scores it with the
+``info["trace"]`` reaches it with the rollout's `Trace`, and scores it with the
 program's one evaluation path, `RewardProgram.evaluate`: the trace is
 annotated with only the patterns the program reads (plus their
 dependencies), so a program made of NEARBY_AT/TOUCHING clauses costs no
@@ -29,29 +29,37 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     are compiled once, against ``library``; by default the environment's own
     library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
     for the rope).
-    ``reward="score"`` gives the dense score in [0, 1]; ``"success"`` 1.0 on
+    ``reward="score"`` pays the dense score in [0, 1]; ``"success"`` 1.0 on
     the program's success, else 0.0. An invalid action (no rollout) scores 0.
+    Each step pays the change of that value since the previous step (0 at
+    reset): a one-step episode is paid its score, and a multi-step episode,
+    whose trace grows step by step, returns exactly its final score. This is
+    potential-based shaping, so it leaves the optimal policy unchanged, and
+    hovering near success earns nothing more than reaching it.
 
     Reset checks the program's body names against the scene's (``info
     ["bodies"]``) and raises ValueError naming the scene when one is
-    missing. The step's ``info`` gains ``trace``, ``annotation`` (what the
-    program read), ``is_success`` (the program's success), ``program_score``,
+    missing. The step's ``info`` gains ``is_success`` (the program's
+    success), ``program_score``,
     ``program_determined`` (False when the rollout stopped at success before
     its horizon and the frames it skipped could change the verdict) and one
     ``reward/<clause>`` key per top-level clause; the environment's own
     success stays in ``info["task_success"]``. ``terminate_on_success``
     also ends the episode when the program succeeds (for multi-step
     environments such as the rope's; the environment's own termination
-    stands either way).
+    stands either way). Only with ``info_trace=True`` does ``info`` also carry
+    the rollout's ``trace`` and the ``annotation`` the program read: they are
+    hundreds of kB, and vector environments ship every step's ``info``
+    between processes.
 
         env = RewardProgramWrapper(gym.make("simpatterns/PhyreOneBall-v0"), "goal.rwd")
         env = RewardProgramWrapper(gym.make("simpatterns/KnotRope-v0"), 'EVENT("crossing removed")')
     """
 
     def __init__(self, env: gym.Env, program: Any, reward: str = "score", library: Any = None,
-                 terminate_on_success: bool = False):
+                 terminate_on_success: bool = False, info_trace: bool = False):
         gym.utils.RecordConstructorArgs.__init__(self, program=program, reward=reward, library=library,
-                                                 terminate_on_success=terminate_on_success)
+                                                 terminate_on_success=terminate_on_success, info_trace=info_trace)
         gym.Wrapper.__init__(self, env)
         if reward not in REWARD_KINDS:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
@@ -65,10 +73,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.program = RewardProgram.coerce(program, library)
         self.reward_kind = reward
         self.terminate_on_success = bool(terminate_on_success)
+        self.info_trace = bool(info_trace)
+        self._env_info_trace = bool(env.unwrapped.info_trace)  # the caller's own setting for the env
         self.info_keys = [f"reward/{c}" for c in self.program.clauses]
         env.unwrapped.info_trace = True
         self._fitted: set[tuple[str, ...]] = set()
         self._scene_checked = False
+        self._paid = 0.0  # the value paid so far this episode (the potential)
 
     def _fit(self, names: Any, where: str) -> None:
         key = tuple(names)
@@ -78,6 +89,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
+        self._paid = 0.0
         bodies = info.get("bodies")
         self._scene_checked = bodies is not None
         if bodies is not None:
@@ -92,20 +104,32 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         trace = info.get("trace")
         info.setdefault("task_success", info.get("is_success", False))
         if trace is None:  # an invalid action: nothing was simulated
-            info.update(annotation=None, is_success=False, program_score=0.0, program_determined=True)
+            info.update(is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
-            return obs, 0.0, terminated, truncated, info
+            return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
         if not self._scene_checked:
             self._fit(trace.names, "trace")
         given = info.get("annotation")
         result = self.program.evaluate(given if given is not None and self.program.covers(given) else None, trace)
-        info["annotation"] = result.annotation
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
         # False when the rollout stopped before its horizon and the frames it did not simulate could
         # change the verdict (run the environment with stop_on_success=False to simulate them)
         info["program_determined"] = bool(result.determined)
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
-        reward = float(result.score) if self.reward_kind == "score" else float(result.success)
+        reward = self._pay(float(result.score) if self.reward_kind == "score" else float(result.success))
         terminated = terminated or (self.terminate_on_success and bool(result.success))
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, self._trimmed(info, result.annotation)
+
+    def _pay(self, value: float) -> float:
+        """The change of the episode's value since the last step."""
+        reward, self._paid = value - self._paid, value
+        return reward
+
+    def _trimmed(self, info: dict[str, Any], annotation: Any) -> dict[str, Any]:
+        """``info`` with the trace and the program's annotation only where asked for."""
+        if self.info_trace:
+            info["annotation"] = annotation
+        elif not self._env_info_trace:
+            info.pop("trace", None)
+        return info

@@ -13,5 +13,5 @@ def test_env_list_and_check():
     assert "simpatterns/KnotRope-v0" in out.output and "unknot, tie, convert" in out.output
     out = runner.invoke(app, ["env", "check", "--template", "00000", "--max-steps", "30"])
     assert out.exit_code == 0, out.output
-    assert out.output.count("ok ") == 8 and "FAIL" not in out.output  # 6 PHYRE + 2 rope configurations
+    assert out.output.count("ok ") == 14 and "FAIL" not in out.output  # 2 x 6 PHYRE + 2 rope configurations
     assert "KnotRope-v0 obs_mode=rgb" in out.output and "KnotRope-v0 obs_mode=state" in out.output

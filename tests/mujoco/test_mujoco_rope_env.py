@@ -185,7 +185,8 @@ def test_rgb_render_is_the_observation():
 
 
 def test_program_rewards_over_rope_patterns():
-    env = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=2), PROGRAM)
+    env = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=2), PROGRAM,
+                               info_trace=True)
     assert env.program.library is env.unwrapped.library  # the env's own library: the 3D one
     _, info0 = env.reset(seed=0)
     push = np.array([0.5, 0.0, 0.0, 1.0, 0.0, 0.0], np.float32)
@@ -198,7 +199,8 @@ def test_program_rewards_over_rope_patterns():
     # the program's success does not end the episode unless asked; the Gauss code test stays in task_success
     assert info1["is_success"] == (r1 == 1.0) and not term1 and not info1["task_success"]
     _, r2, _, _, info2 = env.step(np.array([-0.5, 0.0, 0.0, -1.0, 0.0, 0.0], np.float32))
-    assert r2 == pytest.approx(info2["program_score"]) and info2["trace"].num_frames > info1["trace"].num_frames
+    # each step pays the change of the episode's score: the return so far is the score now
+    assert r1 + r2 == pytest.approx(info2["program_score"]) and info2["trace"].num_frames > info1["trace"].num_frames
     assert len(info2["annotation"].events_of("bead dragged")) >= drags  # the episode's trace so far is scored
     stop = RewardProgramWrapper(gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=2), PROGRAM,
                                 reward="success", terminate_on_success=True)
@@ -236,7 +238,7 @@ def test_vector_envs(vector):
 
 def test_vector_env_of_wrapped_ropes():
     def make():
-        return RewardProgramWrapper(gym.make(ID, obs_mode="state"), PROGRAM, reward="score")
+        return RewardProgramWrapper(gym.make(ID, obs_mode="state"), PROGRAM, reward="score", info_trace=True)
 
     venv = gym.vector.SyncVectorEnv([make, make])
     try:
