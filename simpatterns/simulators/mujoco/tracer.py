@@ -15,8 +15,8 @@ extra work. RK4 runs three more forward passes inside the step, at its
 Runge-Kutta stages, and leaves their kinematics, contacts and forces in the
 data: describing no state of the trajectory. With RK4 (or any integrator not
 known to be single-step) a step on the grid is recorded *before* stepping,
-after an ``mj_forward`` of its own: one forward pass per recorded frame, about
-a quarter of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
+after an ``mj_forward`` of its own: one forward pass per recorded frame, a
+tenth to a third of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
 changes nothing that ``mj_step`` reads, so the trajectory is bit-for-bit the
 one without recording.
 
