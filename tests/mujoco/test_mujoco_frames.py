@@ -195,3 +195,15 @@ def test_frame_origins_instead_of_centres_of_mass(integrator):
     assert np.allclose(torso.parts[0]["center"], m.geom_pos[g])
     with pytest.raises(ValueError, match="position must be one of xipos, xpos"):
         simulate(m, 4, position="com")
+
+
+def test_threaded_rollouts_with_their_own_controls_equal_simulate():
+    m = load(MODELS["gymnasium/envs/mujoco/assets/hopper.xml"], "mjINT_RK4", "mjCONE_ELLIPTIC")
+    controls = np.stack([random_controls(m, 90, seed=s) for s in range(3)])
+    traces = rollout_traces(m, 90, controls=controls, stride=4, nthread=2)
+    for k, batched in enumerate(traces):
+        single = simulate(m, 90, stride=4, controls=controls[k])
+        assert batched.num_frames == single.num_frames == 23
+        for field in ("position", "quaternion", "velocity", "contact_frame", "contact_a", "contact_impulse"):
+            assert np.array_equal(getattr(batched, field), getattr(single, field)), (k, field)
+    assert not np.array_equal(traces[0].position, traces[1].position)
