@@ -83,6 +83,7 @@ def test_unknown_or_moved_keywords_fail_in_one_line(kw, message):
     (dict(obs_mode="pixels"), "obs_mode must be one of"),
     (dict(render_mode="video"), "render_mode must be one of"),
     (dict(record_stride=0), "record_stride must be >= 1"),
+    (dict(record_stride=5), "record_stride must divide the frame skip \\(24 physics steps per action\\), got 5"),
     (dict(image_size=8), "image_size must be >= 16"),
 ])
 def test_bad_option_values_fail_in_one_line(kw, message):
