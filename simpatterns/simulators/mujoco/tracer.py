@@ -61,12 +61,23 @@ POSITIONS = ("xipos", "xpos")  # a body's centre of mass, its frame origin
 _SINGLE_STEP = frozenset(int(getattr(mujoco.mjtIntegrator, n)) for n in
                          ("mjINT_EULER", "mjINT_IMPLICIT", "mjINT_IMPLICITFAST", "mjINT_DISCRETE")
                          if hasattr(mujoco.mjtIntegrator, n))
+# features whose state mjData carries from step to step outside mjtState (sleeping trees, the
+# ipc contact solver's): mj_step updates it after its forward pass (a tree put to sleep has its
+# velocities zeroed), and mujoco.rollout, which restarts from mjtState, does not carry it
+_CARRIED = sum(int(getattr(mujoco.mjtEnableBit, n)) for n in ("mjENBL_SLEEP", "mjENBL_IPC")
+               if hasattr(mujoco.mjtEnableBit, n))
 
 
 def forward_first(model: mujoco.MjModel) -> bool:
     """True when a recorded step needs an ``mj_forward`` of its own before ``mj_step``: the
-    integrator (RK4) leaves data that describe none of the trajectory's states."""
-    return int(model.opt.integrator) not in _SINGLE_STEP
+    integrator (RK4) leaves data that describe none of the trajectory's states, or the step
+    changes them after its forward pass (sleeping, ipc)."""
+    return int(model.opt.integrator) not in _SINGLE_STEP or bool(int(model.opt.enableflags) & _CARRIED)
+
+
+def carries_state(model: mujoco.MjModel) -> bool:
+    """True when the data carry state that ``mj_setState`` cannot restore (sleeping, ipc)."""
+    return bool(int(model.opt.enableflags) & _CARRIED)
 
 
 def check_position(position: str) -> str:
@@ -227,12 +238,14 @@ class TraceRecorder:
 
     def step(self, data: mujoco.MjData) -> None:
         """Call after each ``mj_step`` of your own loop: keeps every ``stride``-th step's start
-        state, which the data still describe with a single-step integrator (not RK4: use
-        `advance`, which steps the data itself)."""
+        state, which the data still describe with a single-step integrator (not with RK4,
+        sleeping or ipc: use `advance`, which steps the data itself)."""
         if forward_first(self.model):
-            raise ValueError(f"TraceRecorder.step: the model's integrator "
-                             f"({mujoco.mjtIntegrator(int(self.model.opt.integrator)).name}) leaves data that "
-                             "describe no state after mj_step; step with recorder.advance(data) instead")
+            m = self.model
+            why = ("sleeping or ipc" if int(m.opt.integrator) in _SINGLE_STEP
+                   else f"the integrator {mujoco.mjtIntegrator(int(m.opt.integrator)).name}")
+            raise ValueError(f"TraceRecorder.step: with {why}, the data after mj_step describe no state of the "
+                             "trajectory; step with recorder.advance(data) instead")
         if self._steps % self.stride == 0:
             self._record(data, data.time - self._timestep)
         self._steps += 1
@@ -521,7 +534,9 @@ def rollout_traces(
     Each rollout runs one stride at a time on one ``MjData`` (``nthread`` of them, one per
     thread); a frame is that data after ``mj_forward`` with the next step's controls, warm
     start included, so the traces equal `simulate`'s bit for bit. The steps after the last
-    frame are not run.
+    frame are not run. Models with sleeping or the ipc solver enabled carry state that a
+    rollout restarted from ``mjSTATE_FULLPHYSICS`` would lose: they are stepped with
+    ``mj_step`` on the same threads instead.
     """
     from mujoco import rollout as mj_rollout
 
@@ -560,6 +575,12 @@ def rollout_traces(
         rec = TraceRecorder(m, stride=stride, body_map=body_map, meta=metas[i], position=position)
         mujoco.mj_resetData(m, d)  # what the rollout itself starts from
         mujoco.mj_setState(m, d, x0[min(i, x0.shape[0] - 1)], spec)
+        if carries_state(m):  # a rollout per stride would drop that state: step here (GIL released in mj_step)
+            for k in range(steps):
+                if control is not None:
+                    mujoco.mj_setState(m, d, control[i, k], cspec)
+                rec.advance(d)
+            return rec.trace()
         state = np.empty((1, stride, nstate))
         sensors = np.empty((1, stride, m.nsensordata))
         x = np.empty((1, nstate))
