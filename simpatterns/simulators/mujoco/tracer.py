@@ -13,10 +13,12 @@ discrete) the data after ``mj_step`` therefore still describe the state the
 step started from, so a step on the stride grid is recorded after it with no
 extra work. RK4 runs three more forward passes inside the step, at its
 Runge-Kutta stages, and leaves their kinematics, contacts and forces in the
-data: describing no state of the trajectory. With RK4 (or any integrator not
-known to be single-step) a step on the grid is recorded *before* stepping,
-after an ``mj_forward`` of its own: one forward pass per recorded frame, a
-tenth to a third of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
+data: describing no state of the trajectory. Sleeping and the ipc contact
+solver change the data after the forward pass (a tree put to sleep has its
+velocities zeroed). With RK4, any integrator not known to be single-step,
+sleeping or ipc, a step on the grid is recorded *before* stepping, after an
+``mj_forward`` of its own: one forward pass per recorded frame, a tenth to a
+third of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
 changes nothing that ``mj_step`` reads, so the trajectory is bit-for-bit the
 one without recording.
 
