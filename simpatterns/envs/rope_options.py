@@ -70,7 +70,8 @@ class RopeTaskOptions:
 @dataclass(frozen=True)
 class RopeSimulationOptions:
     """The rope world (``config``, KnotGym's settings by default) and the
-    trace it records: one frame every ``record_stride`` physics steps."""
+    trace it records: one frame every ``record_stride`` physics steps (a divisor
+    of the frame skip, so that the trace after a step ends on the rope as it is)."""
 
     config: RopeConfig | None = None
     record_stride: int = 8
@@ -80,6 +81,10 @@ class RopeSimulationOptions:
             raise ValueError(f"config must be a RopeConfig, got {type(self.config).__name__}")
         if self.record_stride < 1:
             raise ValueError(f"record_stride must be >= 1, got {self.record_stride}")
+        skip = (self.config or RopeConfig()).frame_skip
+        if skip % self.record_stride:  # else a step's trace would end before the state info describes
+            raise ValueError(f"record_stride must divide the frame skip ({skip} physics steps per action), "
+                             f"got {self.record_stride}")
 
 
 @dataclass(frozen=True)

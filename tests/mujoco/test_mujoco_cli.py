@@ -20,6 +20,17 @@ def test_trace_an_mjcf_file(tmp_path):
     assert tr.dim == 3 and tr.num_frames == 60
 
 
+def test_trace_frame_origins_or_a_bad_position(tmp_path):
+    out = tmp_path / "drop.npz"
+    res = runner.invoke(app, ["mujoco", "trace", str(TABLE_XML), "--steps", "20", "--position", "xpos",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert Trace.load(out).meta["position"] == "xpos"
+    res = runner.invoke(app, ["mujoco", "trace", str(TABLE_XML), "--steps", "20", "--position", "com"])
+    assert res.exit_code == 2 and "position must be one of xipos, xpos" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
 def test_bad_model_file_is_named(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<mujoco><worldbody><geom type='sphere'/></worldbody>")

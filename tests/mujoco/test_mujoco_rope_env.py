@@ -83,6 +83,7 @@ def test_unknown_or_moved_keywords_fail_in_one_line(kw, message):
     (dict(obs_mode="pixels"), "obs_mode must be one of"),
     (dict(render_mode="video"), "render_mode must be one of"),
     (dict(record_stride=0), "record_stride must be >= 1"),
+    (dict(record_stride=5), "record_stride must divide the frame skip \\(24 physics steps per action\\), got 5"),
     (dict(image_size=8), "image_size must be >= 16"),
 ])
 def test_bad_option_values_fail_in_one_line(kw, message):
@@ -248,3 +249,38 @@ def test_vector_env_of_wrapped_ropes():
         assert all(t.num_frames == 4 for t in info["trace"])
     finally:
         venv.close()
+
+
+def _rope_now(world) -> np.ndarray:
+    """The beads where the rope is: a copy of the data brought to its state with mj_forward."""
+    import mujoco
+
+    c = mujoco.MjData(world.model)
+    mujoco.mj_copyData(c, world.model, world.data)
+    mujoco.mj_forward(world.model, c)
+    return c.xpos[world.bead_bodies]
+
+
+def test_the_env_observes_the_rope_as_it_is_and_the_trace_ends_there():
+    env = gym.make(KNOT_ROPE, obs_mode="state", info_trace=True)
+    obs, info = env.reset(seed=4)
+    world = env.unwrapped.world
+    rng = np.random.default_rng(5)
+    moved = 0.0
+    for _ in range(6):
+        action = rng.uniform(-1, 1, 6)
+        before = _rope_now(world)
+        bead = int(np.argmin(((before - world.point_of(action[:3])) ** 2).sum(axis=1)))
+        obs, _, terminated, truncated, info = env.step(action)
+        now = _rope_now(world)
+        moved = max(moved, float(np.abs(now - before).max()))
+        assert info["bead"] == bead  # snapped on the rope as it was when the action came
+        assert np.array_equal(obs[0], (now - now.mean(axis=0)).astype(np.float32))
+        assert info["gauss_code"] == diagram(now).code.text
+        trace = info["trace"]
+        beads = trace.meta["ropes"][0]["bodies"]
+        assert np.array_equal(trace.position[-1, beads], now)  # the last frame is what info describes
+        assert diagram(trace.position[-1, beads]).code.text == info["gauss_code"]
+        if terminated or truncated:
+            break
+    assert moved > 1e-3

@@ -24,6 +24,7 @@ def trace_cmd(
     steps: int = typer.Option(1000, "--steps", help="physics steps"),
     stride: int = typer.Option(1, "--stride", help="store every k-th step"),
     out: Optional[Path] = typer.Option(None, "--out", help="write the trace (.npz)"),
+    position: str = typer.Option("xipos", "--position", help="xipos: centres of mass; xpos: body frame origins"),
 ) -> None:
     """Simulate a model from its initial state and summarise (and save) the trace."""
     from simpatterns.simulators.mujoco.tracer import simulate
@@ -31,7 +32,7 @@ def trace_cmd(
     if steps < 1 or stride < 1:
         _fail("--steps and --stride must be >= 1")
     try:
-        tr = simulate(model, steps, stride=stride)
+        tr = simulate(model, steps, stride=stride, position=position)
     except (ValueError, TypeError) as exc:
         _fail(str(exc))
     console.print(f"{model}: {tr.num_bodies} bodies, {tr.num_frames} frames "
@@ -61,6 +62,7 @@ def dataset_cmd(
     speed: float = typer.Option(0.2, "--speed", help="m/s: random horizontal start velocity, up to"),
     seed: int = typer.Option(0, "--seed"),
     threads: int = typer.Option(1, "--threads", help="threads stepping rollouts in C (mujoco.rollout)"),
+    position: str = typer.Option("xipos", "--position", help="xipos: centres of mass; xpos: body frame origins"),
 ) -> None:
     """Jittered rollouts of any model (batched in C) into DIR with an index.jsonl."""
     from simpatterns.simulators.mujoco.dataset import build_model_dataset
@@ -69,7 +71,7 @@ def dataset_cmd(
         _fail("--rollouts, --steps and --stride must be >= 1")
     try:
         rows = build_model_dataset(model, out, rollouts, steps, stride=stride, jitter=jitter, speed=speed,
-                                   seed=seed, nthread=threads)
+                                   seed=seed, nthread=threads, position=position)
     except (ValueError, TypeError) as exc:
         _fail(str(exc))
     console.print(f"{len(rows)} traces in {out}; index -> {str(out / 'index.jsonl')}")

@@ -55,8 +55,10 @@ def jittered_states(model: mujoco.MjModel, count: int, rng: np.random.Generator,
 
 
 def build_model_dataset(model: Any, out: str | Path, rollouts: int, steps: int, *, stride: int = 10,
-                        jitter: float = 0.05, speed: float = 0.2, seed: int = 0, nthread: int = 1) -> list[dict]:
-    """Write ``rollouts`` jittered rollouts of ``model`` to ``out``; returns the index rows."""
+                        jitter: float = 0.05, speed: float = 0.2, seed: int = 0, nthread: int = 1,
+                        position: str = "xipos") -> list[dict]:
+    """Write ``rollouts`` jittered rollouts of ``model`` to ``out``; returns the index rows
+    (``position``: centres of mass ``"xipos"`` or frame origins ``"xpos"``)."""
     m = load_model(model)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -64,7 +66,8 @@ def build_model_dataset(model: Any, out: str | Path, rollouts: int, steps: int, 
     states = jittered_states(m, rollouts, rng, jitter, speed)
     name = str(model) if not isinstance(model, mujoco.MjModel) and not str(model).lstrip().startswith("<") else ""
     metas = [{"model": name, "seed": seed, "rollout": k, "jitter": jitter, "speed": speed} for k in range(rollouts)]
-    traces = rollout_traces(m, steps, initial_states=states, stride=stride, nthread=nthread, meta=metas)
+    traces = rollout_traces(m, steps, initial_states=states, stride=stride, nthread=nthread, meta=metas,
+                            position=position)
     rows = []
     for k, tr in enumerate(traces):
         file = f"rollout_{k:03d}.npz"

@@ -158,10 +158,12 @@ def _size_words(kind: str, part: dict[str, Any]) -> dict[str, float]:
     return {}
 
 
-def describe_bodies(m: mujoco.MjModel, names: dict[int, str] | None = None) -> BodyMap:
+def describe_bodies(m: mujoco.MjModel, names: dict[int, str] | None = None, position: str = "xipos") -> BodyMap:
     """The trace bodies of model ``m`` (see the module docstring). ``names`` overrides
-    the name of MuJoCo bodies by id."""
+    the name of MuJoCo bodies by id; ``position`` is the recorded point the parts are
+    centred on: ``"xipos"`` the centre of mass, ``"xpos"`` the body frame's origin."""
     names = names or {}
+    origin = m.body_ipos if position == "xipos" else np.zeros_like(m.body_ipos)
     geom_body = m.geom_bodyid
     world_geoms = np.flatnonzero(geom_body == 0)
     mj_bodies = np.arange(1, m.nbody)
@@ -184,7 +186,7 @@ def describe_bodies(m: mujoco.MjModel, names: dict[int, str] | None = None) -> B
         b = int(b)
         geoms = np.flatnonzero(geom_body == b)
         visible = [int(g) for g in geoms if m.geom_rgba[g][3] > 0] or [int(g) for g in geoms]
-        parts = tuple(_part(m, int(g), m.body_ipos[b]) for g in geoms)
+        parts = tuple(_part(m, int(g), origin[b]) for g in geoms)
         dynamic = bool(m.body_weldid[b] != 0 or m.body_mocapid[b] >= 0)
         if b in bead_of_body:
             f = bead_of_body[b][0]

@@ -13,7 +13,10 @@ must exceed twice the radius or neighbouring elements touch at rest.
 An action is KnotGym's: a point, snapped to the nearest bead, and a 3D force
 held on that bead for ``frame_skip`` physics steps. `RopeWorld` steps the
 model, records a `Trace` when asked (`TraceRecorder`), sets bead positions
-(start and goal configurations), and renders top views.
+(start and goal configurations), and renders top views. After every action
+the data are brought forward to the state reached (``mj_forward``), so
+positions, the Gauss code, the next action's bead and a trace's last frame
+all read the rope as it is, not as it was one physics step before.
 """
 
 from __future__ import annotations
@@ -160,20 +163,25 @@ class RopeWorld:
             raise RuntimeError("not recording: call start_recording() first")
         return self.recorder.trace(meta, final=self.data)
 
+    def run(self, steps: int) -> None:
+        """``steps`` physics steps with the applied forces as they are (recorded when
+        recording), then release them and bring the data to the state reached: after
+        ``mj_step`` they still describe the last step's start, one step old."""
+        d, m = self.data, self.model
+        if self.recorder is None:
+            mujoco.mj_step(m, d, nstep=int(steps))
+        else:
+            self.recorder.advance(d, int(steps))
+        d.xfrc_applied[:] = 0.0
+        mujoco.mj_forward(m, d)
+
     def push(self, bead: int, force: np.ndarray, steps: int | None = None) -> None:
         """Hold ``force`` (N, world frame) on ``bead`` for ``steps`` physics steps
-        (default ``frame_skip``), then release it."""
-        d, m = self.data, self.model
+        (default ``frame_skip``), then release it; the data then describe the rope as it is."""
+        d = self.data
         d.xfrc_applied[:] = 0.0
         d.xfrc_applied[self.bead_bodies[bead], :3] = force
-        n = self.config.frame_skip if steps is None else int(steps)
-        if self.recorder is None:
-            mujoco.mj_step(m, d, nstep=n)
-        else:
-            for _ in range(n):
-                mujoco.mj_step(m, d)
-                self.recorder.step(d)
-        d.xfrc_applied[:] = 0.0
+        self.run(self.config.frame_skip if steps is None else int(steps))
 
     def act(self, action: np.ndarray) -> int:
         """KnotGym's action, normalised: ``action[:3]`` a point in [-1, 1]^3 (see
@@ -216,13 +224,7 @@ def random_forces(world: RopeWorld, rng: np.random.Generator, actions: int, *, b
             to_centre = centre - pos[b]
             direction += inward * to_centre / max(float(np.linalg.norm(to_centre)), 1e-12)
             d.xfrc_applied[world.bead_bodies[b], :3] = direction * cfg.max_force * strength
-        if world.recorder is None:
-            mujoco.mj_step(world.model, d, nstep=cfg.frame_skip)
-        else:
-            for _ in range(cfg.frame_skip):
-                mujoco.mj_step(world.model, d)
-                world.recorder.step(d)
-        d.xfrc_applied[:] = 0.0
+        world.run(cfg.frame_skip)
 
 
 def circle_positions(config: RopeConfig = RopeConfig()) -> np.ndarray:

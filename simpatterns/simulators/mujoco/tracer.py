@@ -1,21 +1,33 @@
 """Record any MuJoCo model as a 3D `Trace`.
 
-`TraceRecorder` watches an ``MjData`` while something else steps it: call
-``recorder.step(data)`` after every ``mj_step``. MuJoCo computes positions,
-velocities, contacts and constraint forces at the start of a step, then
-integrates; after ``mj_step`` the data therefore still describes the state
-the step started from, together with the contact forces that acted during
-the step. The recorder keeps that snapshot on every ``stride``-th step, so
-stored frame ``f`` is the state at physics step ``f * stride`` (frame 0 the
-initial state) and no extra ``mj_forward`` is ever needed.
+One recording rule for every integrator: stored frame ``f`` is the state at
+physics step ``f * stride`` (frame 0 the initial state), and its positions,
+orientations, velocities, contacts and contact forces all belong to that
+state (the forces with the controls and applied forces of the step that
+starts from it). `TraceRecorder.advance` steps an ``MjData`` and records by
+that rule; `simulate`, `rollout_traces` and the rope world all go through it.
 
-Per stored frame it copies a few arrays (centres of mass, orientations,
-``cvel``, subtree centres, the active contacts); velocities, contact rows and
-collision events are assembled once, vectorised, when `TraceRecorder.trace`
-is called. World-frame velocities: ``cvel`` is a spatial velocity about each
-body's subtree centre of mass, so the velocity of the body's own centre of
-mass is ``v + w x (xipos - subtree_com[root])`` (what ``mj_objectVelocity``
-returns, for every body at once).
+Why a rule: ``mj_step`` runs ``mj_forward`` on the current state and then
+integrates. With a single-step integrator (Euler, implicit, implicitfast,
+discrete) the data after ``mj_step`` therefore still describe the state the
+step started from, so a step on the stride grid is recorded after it with no
+extra work. RK4 runs three more forward passes inside the step, at its
+Runge-Kutta stages, and leaves their kinematics, contacts and forces in the
+data: describing no state of the trajectory. Sleeping and the ipc contact
+solver change the data after the forward pass (a tree put to sleep has its
+velocities zeroed). With RK4, any integrator not known to be single-step,
+sleeping or ipc, a step on the grid is recorded *before* stepping, after an
+``mj_forward`` of its own: one forward pass per recorded frame, a tenth to a
+third of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
+changes nothing that ``mj_step`` reads, so the trajectory is bit-for-bit the
+one without recording.
+
+Positions: ``position="xipos"`` (default) stores each body's centre of mass,
+``"xpos"`` its frame origin; ``meta["position"]`` says which. Velocities are
+those of the stored point: ``cvel`` is a spatial velocity about each body's
+subtree centre of mass, so the point's velocity is
+``v + w x (point - subtree_com[root])`` (what ``mj_objectVelocity`` returns for
+the centre of mass, for every body at once).
 
 Contacts: one row per touching body pair per frame (the contract), with the
 mean contact point, the unit sum of the normals (from the lower to the higher
@@ -26,8 +38,9 @@ contact point.
 
 `simulate` steps a model with optional per-step controls and applied forces;
 `rollout_traces` runs many open-loop rollouts in C with ``mujoco.rollout``
-(threads, the GIL released) and then records each stored frame from the
-returned states.
+(threads, the GIL released), one stride at a time, and records each frame
+from the data the rollout leaves (its warm start included), so its traces
+equal `simulate`'s bit for bit.
 """
 
 from __future__ import annotations
@@ -43,6 +56,37 @@ from simpatterns.simulators.mujoco.model import BodyMap, describe_bodies, load_m
 from simpatterns.trace import Trace, collision_events, empty_contacts
 
 SIMULATOR_NAME = "mujoco"
+POSITIONS = ("xipos", "xpos")  # a body's centre of mass, its frame origin
+
+# integrators whose mj_step is one forward pass then one update, so the data after it still
+# describe the step's start state (checked on every MJCF file shipped with mujoco and gymnasium)
+_SINGLE_STEP = frozenset(int(getattr(mujoco.mjtIntegrator, n)) for n in
+                         ("mjINT_EULER", "mjINT_IMPLICIT", "mjINT_IMPLICITFAST", "mjINT_DISCRETE")
+                         if hasattr(mujoco.mjtIntegrator, n))
+# features whose state mjData carries from step to step outside mjtState (sleeping trees, the
+# ipc contact solver's): mj_step updates it after its forward pass (a tree put to sleep has its
+# velocities zeroed), and mujoco.rollout, which restarts from mjtState, does not carry it
+_CARRIED = sum(int(getattr(mujoco.mjtEnableBit, n)) for n in ("mjENBL_SLEEP", "mjENBL_IPC")
+               if hasattr(mujoco.mjtEnableBit, n))
+
+
+def forward_first(model: mujoco.MjModel) -> bool:
+    """True when a recorded step needs an ``mj_forward`` of its own before ``mj_step``: the
+    integrator (RK4) leaves data that describe none of the trajectory's states, or the step
+    changes them after its forward pass (sleeping, ipc)."""
+    return int(model.opt.integrator) not in _SINGLE_STEP or bool(int(model.opt.enableflags) & _CARRIED)
+
+
+def carries_state(model: mujoco.MjModel) -> bool:
+    """True when the data carry state that ``mj_setState`` cannot restore (sleeping, ipc)."""
+    return bool(int(model.opt.enableflags) & _CARRIED)
+
+
+def check_position(position: str) -> str:
+    if position not in POSITIONS:
+        raise ValueError(f"position must be one of {', '.join(POSITIONS)} (centre of mass, frame origin), "
+                         f"got {position!r}")
+    return position
 
 
 class _Buffers:
@@ -114,24 +158,28 @@ class _ContactRows:
 class TraceRecorder:
     """Builds a `Trace` from an ``MjData`` stepped by someone else (see the module docstring).
 
-    ``names`` renames MuJoCo bodies by id; ``meta`` is merged into the trace's meta.
+    ``names`` renames MuJoCo bodies by id; ``meta`` is merged into the trace's meta;
+    ``position`` is ``"xipos"`` (centres of mass) or ``"xpos"`` (frame origins); a given
+    ``body_map`` must come from `describe_bodies` with the same ``position``.
     """
 
     def __init__(self, model: Any, *, stride: int = 1, names: dict[int, str] | None = None,
-                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None):
+                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None, position: str = "xipos"):
         if stride < 1:
             raise ValueError(f"stride must be >= 1, got {stride}")
         self.model = load_model(model)
         self.stride = int(stride)
-        self.map = body_map or describe_bodies(self.model, names)
+        self.position = check_position(position)
+        self.map = body_map or describe_bodies(self.model, names, position)
         self.meta = dict(meta or {})
         m = self.model
         root = m.body_rootid[1:]
         parents = set(m.body_parentid[1:].tolist())
         # a body that is its own root and has no children is its subtree: its centre is xipos and
-        # its cvel is already about it; only the other bodies need their root's subtree centre
-        self._needs_root = np.flatnonzero((root != np.arange(1, m.nbody)) | np.isin(np.arange(1, m.nbody),
-                                                                                     list(parents)))
+        # its cvel is already about it; only the other bodies (and every frame origin) need
+        # their root's subtree centre
+        alone = (root == np.arange(1, m.nbody)) & ~np.isin(np.arange(1, m.nbody), list(parents))
+        self._needs_root = np.flatnonzero(~alone if position == "xipos" else np.ones_like(alone))
         self._roots = np.unique(root[self._needs_root])  # MuJoCo body ids whose subtree_com is recorded
         self._root_slot = np.searchsorted(self._roots, root[self._needs_root])
         self._timestep = float(m.opt.timestep)
@@ -153,7 +201,7 @@ class TraceRecorder:
     def reset(self) -> None:
         """Forget everything recorded (the next `step` is physics step 0)."""
         nb = self.model.nbody - 1
-        self._buf = _Buffers({"xipos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self._roots.size, 3)})
+        self._buf = _Buffers({"pos": (nb, 3), "xquat": (nb, 4), "cvel": (nb, 6), "com": (self._roots.size, 3)})
         self._contacts = _ContactRows()
         self._steps = 0
         self._static: tuple[np.ndarray, np.ndarray] | None = None
@@ -168,8 +216,38 @@ class TraceRecorder:
         """Physics steps seen so far."""
         return self._steps
 
+    def advance(self, data: mujoco.MjData, nstep: int = 1) -> None:
+        """Step ``data`` ``nstep`` times with ``mj_step`` (its current controls and applied
+        forces held), recording every ``stride``-th step's start state, for any integrator."""
+        m, stride = self.model, self.stride
+        first = forward_first(m)
+        left = int(nstep)
+        while left > 0:
+            if self._steps % stride:  # off the grid: run up to the next recorded step in one call
+                n = min(left, stride - self._steps % stride)
+                mujoco.mj_step(m, data, nstep=n)
+            else:
+                n = 1
+                if first:
+                    mujoco.mj_forward(m, data)
+                    self._record(data, data.time)
+                    mujoco.mj_step(m, data)
+                else:
+                    mujoco.mj_step(m, data)
+                    self._record(data, data.time - self._timestep)
+            self._steps += n
+            left -= n
+
     def step(self, data: mujoco.MjData) -> None:
-        """Call after each ``mj_step``: keeps every ``stride``-th step's start state."""
+        """Call after each ``mj_step`` of your own loop: keeps every ``stride``-th step's start
+        state, which the data still describe with a single-step integrator (not with RK4,
+        sleeping or ipc: use `advance`, which steps the data itself)."""
+        if forward_first(self.model):
+            m = self.model
+            why = ("sleeping or ipc" if int(m.opt.integrator) in _SINGLE_STEP
+                   else f"the integrator {mujoco.mjtIntegrator(int(m.opt.integrator)).name}")
+            raise ValueError(f"TraceRecorder.step: with {why}, the data after mj_step describe no state of the "
+                             "trajectory; step with recorder.advance(data) instead")
         if self._steps % self.stride == 0:
             self._record(data, data.time - self._timestep)
         self._steps += 1
@@ -191,7 +269,7 @@ class TraceRecorder:
             for k, g in enumerate(wg):
                 mujoco.mju_mat2Quat(quat[k], d.geom_xmat[g])
             self._static = (d.geom_xpos[wg].copy(), quat)
-        block["xipos"][i] = d.xipos[1:]
+        block["pos"][i] = (d.xipos if self.position == "xipos" else d.xpos)[1:]
         block["xquat"][i] = d.xquat[1:]
         block["cvel"][i] = d.cvel[1:]
         if self._roots.size:
@@ -211,7 +289,7 @@ class TraceRecorder:
         rows.force.append(self._normal_force(d, con.efc_address, con.dim) if d.nefc else np.zeros(n))
 
     def _contact_bodies(self, frame: np.ndarray, geom: np.ndarray, flex: np.ndarray, elem: np.ndarray,
-                        vert: np.ndarray, point: np.ndarray, xipos: np.ndarray) -> np.ndarray:
+                        vert: np.ndarray, point: np.ndarray, pos: np.ndarray) -> np.ndarray:
         """Trace body of both sides of each contact ``[K, 2]`` (-1: none). A flex side counts for
         its vertex, or for the element's vertex nearest the contact point (a vertex's position is
         its body's recorded position)."""
@@ -233,7 +311,7 @@ class TraceRecorder:
                 if r.size:
                     cand = vbody[elems[elem[r, side]]]  # [k, dim + 1] trace bodies of the element's vertices
                     # buffer column b - 1 holds MuJoCo body b
-                    where = xipos[frame[r][:, None], m.flex_vertbodyid[elems[elem[r, side]]] - 1]
+                    where = pos[frame[r][:, None], m.flex_vertbodyid[elems[elem[r, side]]] - 1]
                     nearest = np.argmin(((where - point[r][:, None]) ** 2).sum(axis=2), axis=1)
                     out[~by_vert] = cand[np.arange(r.size), nearest]
                 body[rows, side] = out
@@ -272,21 +350,21 @@ class TraceRecorder:
         m = self.model
         T = self._buf.size
         if T == 0:
-            raise ValueError("nothing recorded: call step(data) after mj_step (or capture(data))")
+            raise ValueError("nothing recorded: step with advance(data) (or capture(data))")
         buf = self._buf
         W = self.map.num_world
         N = W + m.nbody - 1
-        xipos, xquat, cvel = buf.column("xipos"), buf.column("xquat"), buf.column("cvel")
+        pos, xquat, cvel = buf.column("pos"), buf.column("xquat"), buf.column("cvel")
         omega = cvel[..., :3]
         lin = cvel[..., 3:].copy()
         if self._needs_root.size:
             k = self._needs_root
-            lin[:, k] += np.cross(omega[:, k], xipos[:, k] - buf.column("com")[:, self._root_slot])
+            lin[:, k] += np.cross(omega[:, k], pos[:, k] - buf.column("com")[:, self._root_slot])
         position = np.zeros((T, N, 3))
         velocity = np.zeros((T, N, 3))
         angular = np.zeros((T, N, 3))
         quaternion = np.zeros((T, N, 4))
-        position[:, W:] = xipos
+        position[:, W:] = pos
         velocity[:, W:] = lin
         angular[:, W:] = omega
         quaternion[:, W:] = xquat
@@ -296,7 +374,7 @@ class TraceRecorder:
             quaternion[:, :W] = self._static[1]
         x, y = quaternion[..., 1], quaternion[..., 2]
         tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
-        contacts = self._contact_arrays(N, xipos)
+        contacts = self._contact_arrays(N, pos)
         names = [b.name for b in self.map.bodies]
         events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
         time = np.arange(T) * (self.stride * m.opt.timestep)
@@ -310,6 +388,8 @@ class TraceRecorder:
             "units": "m",
             "world_size": [round(2.0 * float(m.stat.extent), 6)] * 3,
             "start_time": float(self._start_time or 0.0),
+            "position": self.position,
+            "integrator": mujoco.mjtIntegrator(int(m.opt.integrator)).name[len("mjINT_"):],
         }
         ropes = self._ropes()
         if ropes:
@@ -337,7 +417,7 @@ class TraceRecorder:
             out.append({"name": name, "bodies": beads.tolist(), "closed": closed})
         return out
 
-    def _contact_arrays(self, n: int, xipos: np.ndarray) -> dict[str, np.ndarray]:
+    def _contact_arrays(self, n: int, pos: np.ndarray) -> dict[str, np.ndarray]:
         c = self._contacts
         if not c.frame:
             return empty_contacts(3)
@@ -350,7 +430,7 @@ class TraceRecorder:
         point = c.column(raw, "pos", np.float64, 3)
         normal = c.column(raw, "frame", np.float64, 9)[:, :3]
         ints = {name: c.column(raw, name, np.int32, 2).astype(np.int64) for name in ("geom", "flex", "elem", "vert")}
-        body = self._contact_bodies(frame, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, xipos)
+        body = self._contact_bodies(frame, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, pos)
         keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
         if not keep.any():
             return empty_contacts(3)
@@ -397,13 +477,15 @@ def simulate(
     before_step: StepHook | None = None,
     names: dict[int, str] | None = None,
     meta: dict[str, Any] | None = None,
+    position: str = "xipos",
 ) -> Trace:
     """Step ``model`` ``steps`` times from ``data`` (default: a fresh ``MjData``) and record it.
 
     ``controls`` ``[steps, nu]`` (or ``[nu]``, held) sets ``data.ctrl``; ``forces``
     ``[steps, nbody, 6]`` (or ``[nbody, 6]``, held) sets ``data.xfrc_applied`` (force
     then torque, world frame) before each step; ``before_step(k, data)`` may set
-    anything else. Frame ``f`` is the state at step ``f * stride``.
+    anything else. Frame ``f`` is the state at step ``f * stride``, for any integrator;
+    ``position`` picks centres of mass (``"xipos"``) or frame origins (``"xpos"``).
     """
     m = load_model(model)
     d = data if data is not None else mujoco.MjData(m)
@@ -413,16 +495,22 @@ def simulate(
         raise ValueError(f"controls have {ctrl.shape[-1]} columns; the model has nu = {m.nu} actuators")
     if frc is not None and frc.shape[-2:] != (m.nbody, 6):
         raise ValueError(f"forces must be [steps, nbody={m.nbody}, 6] or [nbody, 6], got {frc.shape}")
-    rec = TraceRecorder(m, stride=stride, names=names, meta=meta)
+    rec = TraceRecorder(m, stride=stride, names=names, meta=meta, position=position)
+    if ctrl is not None and ctrl.ndim == 1:
+        d.ctrl[:] = ctrl
+    if frc is not None and frc.ndim == 2:
+        d.xfrc_applied[:] = frc
+    if before_step is None and (ctrl is None or ctrl.ndim == 1) and (frc is None or frc.ndim == 2):
+        rec.advance(d, int(steps))  # nothing changes between steps
+        return rec.trace()
     for k in range(int(steps)):
-        if ctrl is not None:
-            d.ctrl[:] = ctrl if ctrl.ndim == 1 else ctrl[k]
-        if frc is not None:
-            d.xfrc_applied[:] = frc if frc.ndim == 2 else frc[k]
+        if ctrl is not None and ctrl.ndim > 1:
+            d.ctrl[:] = ctrl[k]
+        if frc is not None and frc.ndim > 2:
+            d.xfrc_applied[:] = frc[k]
         if before_step is not None:
             before_step(k, d)
-        mujoco.mj_step(m, d)
-        rec.step(d)
+        rec.advance(d)
     return rec.trace()
 
 
@@ -437,6 +525,7 @@ def rollout_traces(
     nthread: int | None = None,
     names: dict[int, str] | None = None,
     meta: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+    position: str = "xipos",
 ) -> list[Trace]:
     """Many open-loop rollouts stepped in C by ``mujoco.rollout`` (threads, GIL released).
 
@@ -444,14 +533,21 @@ def rollout_traces(
     default: the model's initial state, once); ``controls`` ``[B or 1, steps, nu]`` and
     ``forces`` ``[B or 1, steps, nbody, 6]`` applied body forces (``xfrc_applied``); a single
     initial state, control or force sequence is shared by all B rollouts.
-    Each stored frame is then rebuilt from the returned states with ``mj_forward``,
-    so the traces equal `simulate`'s up to the solver's warm start.
+    Each rollout runs one stride at a time on one ``MjData`` (``nthread`` of them, one per
+    thread); a frame is that data after ``mj_forward`` with the next step's controls, warm
+    start included, so the traces equal `simulate`'s bit for bit. The steps after the last
+    frame are not run. Models with sleeping or the ipc solver enabled carry state that a
+    rollout restarted from ``mjSTATE_FULLPHYSICS`` would lose: they are stepped with
+    ``mj_step`` on the same threads instead.
     """
     from mujoco import rollout as mj_rollout
 
     m = load_model(model)
+    check_position(position)
     spec = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
     nstate = mujoco.mj_stateSize(m, spec)
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
     if initial_states is None:
         d0 = mujoco.MjData(m)
         x0 = np.empty(nstate)
@@ -460,12 +556,11 @@ def rollout_traces(
     x0 = np.atleast_2d(np.asarray(initial_states, dtype=np.float64))
     if x0.shape[1] != nstate:
         raise ValueError(f"initial_states have {x0.shape[1]} columns; full physics states of this model have {nstate}")
-    c = None if controls is None else np.asarray(controls, dtype=np.float64).reshape((-1, steps, m.nu))
+    c = None if controls is None or m.nu == 0 else np.asarray(controls, dtype=np.float64).reshape((-1, steps, m.nu))
     f = None if forces is None else np.asarray(forces, dtype=np.float64).reshape((-1, steps, m.nbody * 6))
     nbatch = max(x0.shape[0], 1 if c is None else c.shape[0], 1 if f is None else f.shape[0])
     if x0.shape[0] not in (1, nbatch):
         raise ValueError(f"initial_states have {x0.shape[0]} rows; controls and forces ask for {nbatch} rollouts")
-    x0 = np.ascontiguousarray(np.broadcast_to(x0, (nbatch, nstate)))
     parts: list[np.ndarray] = []
     cspec = 0
     if c is not None:
@@ -475,20 +570,51 @@ def rollout_traces(
         parts.append(np.broadcast_to(f, (nbatch, steps, m.nbody * 6)))
         cspec |= int(mujoco.mjtState.mjSTATE_XFRC_APPLIED)
     control = np.ascontiguousarray(np.concatenate(parts, axis=2)) if parts else None
-    threads = max(1, min(nbatch, nthread or 1))
-    datas = [mujoco.MjData(m) for _ in range(threads)]
-    state, _ = mj_rollout.rollout(m, datas, x0, control, control_spec=cspec, nstep=steps)
     metas = list(meta) if isinstance(meta, (list, tuple)) else [dict(meta or {})] * nbatch
-    body_map = describe_bodies(m, names)
-    d = datas[0]
-    out = []
-    for i in range(nbatch):
-        rec = TraceRecorder(m, stride=stride, body_map=body_map, meta=metas[i])
+    body_map = describe_bodies(m, names, position)
+
+    def run(i: int, d: mujoco.MjData, pool: Any) -> Trace:
+        rec = TraceRecorder(m, stride=stride, body_map=body_map, meta=metas[i], position=position)
+        mujoco.mj_resetData(m, d)  # what the rollout itself starts from
+        mujoco.mj_setState(m, d, x0[min(i, x0.shape[0] - 1)], spec)
+        if carries_state(m):  # a rollout per stride would drop that state: step here (GIL released in mj_step)
+            for k in range(steps):
+                if control is not None:
+                    mujoco.mj_setState(m, d, control[i, k], cspec)
+                rec.advance(d)
+            return rec.trace()
+        state = np.empty((1, stride, nstate))
+        sensors = np.empty((1, stride, m.nsensordata))
+        x = np.empty((1, nstate))
         for k in range(0, steps, stride):
-            mujoco.mj_setState(m, d, x0[i] if k == 0 else state[i, k - 1], spec)
             if control is not None:
                 mujoco.mj_setState(m, d, control[i, k], cspec)
-            mujoco.mj_forward(m, d)
+            mujoco.mj_forward(m, d)  # the data now describe state k, as mj_step's own forward pass does
             rec.capture(d)
-        out.append(rec.trace({"steps": steps}))
-    return out
+            if k + stride >= steps:
+                break
+            mujoco.mj_getState(m, d, x[0], spec)
+            ctrl = None if control is None else control[i: i + 1, k: k + stride]
+            # skip_checks: every array is already C-ordered float64 of the right shape
+            pool.rollout([m], [d], x, ctrl, control_spec=cspec, skip_checks=True, nstep=stride,
+                         initial_warmstart=d.qacc_warmstart[None].copy(), state=state, sensordata=sensors,
+                         chunk_size=1)
+        return rec.trace({"steps": steps})
+
+    threads = max(1, min(nbatch, nthread or 1))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    pools = [mj_rollout.Rollout(nthread=0) for _ in range(threads)]
+    try:
+        if threads == 1:
+            return [run(i, datas[0], pools[0]) for i in range(nbatch)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        def worker(t: int) -> list[Trace]:
+            return [run(i, datas[t], pools[t]) for i in range(t, nbatch, threads)]
+
+        with ThreadPoolExecutor(threads) as ex:
+            per_thread = list(ex.map(worker, range(threads)))
+        return [per_thread[i % threads][i // threads] for i in range(nbatch)]
+    finally:
+        for pool in pools:
+            pool.close()
