@@ -15,6 +15,9 @@ plugs in behind it without the callers changing:
   ignore SIGINT themselves, so they print no tracebacks), and the caller keeps
   every result it already received; `KeyboardInterrupt` then propagates.
 - `parallel_map` adds a progress bar with the time remaining.
+- No worker outlives its job, however the job ends (SIGKILL and the OOM killer
+  included): each worker calls `end_with_job` as it starts (see there for how,
+  per platform).
 
 ``workers <= 1`` runs everything in this process (`InlineExecutor`): the
 same results, no pickling, easy to debug. `ProcessExecutor` is the local pool.
@@ -38,6 +41,7 @@ import gc
 import math
 import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
@@ -222,8 +226,9 @@ def _quiet_stop(unraisable: Any) -> None:
         sys.__unraisablehook__(unraisable)
 
 
-def _worker_init(setup: WorkerSetup | None) -> None:
+def _worker_init(setup: WorkerSetup | None, job_pid: int, parent_signal: bool) -> None:
     global _WORKER_STATE, _WORKER_HAS_STATE
+    end_with_job(job_pid, parent_signal=parent_signal)
     _install_stop_handlers()
     if setup is not None:
         _WORKER_STATE = setup.build(*setup.args)
@@ -250,6 +255,69 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tup
         return _run_items(fn, chunk, _WORKER_STATE, _WORKER_HAS_STATE)
     except WorkerStopped:
         os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
+
+
+# ------------------------------------------------------------ ending with the job
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCH_POLL_S = 0.2  # how often a process without pidfds (macOS, BSD) looks at its job
+
+
+def end_with_job(job_pid: int, *, parent_signal: bool = True) -> None:
+    """End this process (SIGKILL) as soon as process ``job_pid`` ends, however it ended
+    (SIGKILL and the OOM killer included): call it first thing in a process the job started.
+
+    Linux: the kernel's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), then a
+    check that the parent is still ``job_pid``, which closes the race with a job that died
+    before the signal was set. The signal fires when the *thread* that forked this process
+    ends, so ``parent_signal=False`` where that may be a passing thread. When the parent is
+    not the job (a fork server forked this process; the job already died) or without the
+    signal, a daemon thread waits for the job to end: on a pidfd (Linux 5.3+), else by
+    polling ``getppid()`` and the job's pid every `WATCH_POLL_S` (macOS, BSD)."""
+    if parent_signal and _set_parent_death_signal() and os.getppid() == job_pid:
+        return
+    threading.Thread(target=_watch_job, args=(job_pid, os.getppid()), name="end-with-job", daemon=True).start()
+
+
+def _set_parent_death_signal() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_job(job_pid: int, parent: int) -> None:
+    pidfd = getattr(os, "pidfd_open", None)
+    if pidfd is not None:
+        try:
+            fd = pidfd(job_pid)
+        except ProcessLookupError:
+            _end_now()
+        except OSError:  # a kernel before 5.3: poll below
+            pass
+        else:
+            select.select([fd], [], [])  # readable once the job has exited
+            _end_now()
+    while os.getppid() == parent and _exists(job_pid):
+        time.sleep(WATCH_POLL_S)
+    _end_now()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _end_now() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def start_method() -> str:
@@ -354,8 +422,11 @@ class ProcessExecutor(Executor):
 
     def _start_pool(self) -> None:
         ctx = multiprocessing.get_context(start_method())
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                         initializer=_worker_init, initargs=(self._setup,))
+        # fork: this thread forks every worker now and it is the only one (`start_method`), so
+        # it lasts as long as the job; forkserver: the fork server's only thread forks them
+        parent_signal = ctx.get_start_method() != "spawn"
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_worker_init,
+                                         initargs=(self._setup, os.getpid(), parent_signal))
         if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
             # the pool's own thread (or a progress bar's) starts. This process's objects are
             # frozen meanwhile: a worker's garbage collection would otherwise write to every
