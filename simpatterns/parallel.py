@@ -271,11 +271,11 @@ def end_with_job(job_pid: int, *, parent_signal: bool = True) -> None:
     before the signal was set. The signal fires when the *thread* that forked this process
     ends, so ``parent_signal=False`` where that may be a passing thread. When the parent is
     not the job (a fork server forked this process; the job already died) or without the
-    signal, a daemon thread waits for the job to end: on a pidfd (Linux 5.3+), else by
-    polling ``getppid()`` and the job's pid every `WATCH_POLL_S` (macOS, BSD)."""
+    signal, a daemon thread waits for the job to end (`JobWatch`)."""
     if parent_signal and _set_parent_death_signal() and os.getppid() == job_pid:
         return
-    threading.Thread(target=_watch_job, args=(job_pid, os.getppid()), name="end-with-job", daemon=True).start()
+    watch = JobWatch(job_pid)
+    threading.Thread(target=_end_when_ended, args=(watch,), name="end-with-job", daemon=True).start()
 
 
 def _set_parent_death_signal() -> bool:
@@ -289,20 +289,44 @@ def _set_parent_death_signal() -> bool:
         return False
 
 
-def _watch_job(job_pid: int, parent: int) -> None:
-    pidfd = getattr(os, "pidfd_open", None)
-    if pidfd is not None:
-        try:
-            fd = pidfd(job_pid)
-        except ProcessLookupError:
-            _end_now()
-        except OSError:  # a kernel before 5.3: poll below
-            pass
-        else:
-            select.select([fd], [], [])  # readable once the job has exited
-            _end_now()
-    while os.getppid() == parent and _exists(job_pid):
-        time.sleep(WATCH_POLL_S)
+class JobWatch:
+    """Whether process ``job_pid`` has ended, for a process it started: on a pidfd (Linux
+    5.3+: readable once the process has exited), else by polling every `WATCH_POLL_S`
+    whether this process's parent changed (it was re-parented) or the pid is gone (macOS,
+    BSD). Made before the job can have ended; a pidfd held from then on cannot be fooled
+    by the pid's reuse."""
+
+    def __init__(self, job_pid: int):
+        self.pid = job_pid
+        self._parent = os.getppid()
+        self._fd: int | None = None
+        self._ended = False
+        opener = getattr(os, "pidfd_open", None)
+        if opener is not None:
+            try:
+                self._fd = opener(job_pid)
+            except ProcessLookupError:
+                self._ended = True
+            except OSError:  # a kernel before 5.3: poll
+                pass
+
+    def ended(self, timeout: float | None = None) -> bool:
+        """Whether the job has ended, waiting up to ``timeout`` seconds for it (None: until it has)."""
+        if not self._ended and self._fd is not None:
+            self._ended = bool(select.select([self._fd], [], [], timeout)[0])
+        elif not self._ended:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while os.getppid() == self._parent and _exists(self.pid):
+                left = WATCH_POLL_S if deadline is None else min(WATCH_POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                time.sleep(left)
+            self._ended = True
+        return self._ended
+
+
+def _end_when_ended(watch: JobWatch) -> None:
+    watch.ended()
     _end_now()
 
 
