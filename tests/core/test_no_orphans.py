@@ -60,7 +60,8 @@ def test_killed_annotate_leaves_no_worker_and_resumes(tmp_path):
 
 
 def test_killed_optimize_leaves_no_worker_and_resumes(tmp_path):
-    args = ["optimize", "-t", "00000", "-n", "500", "--keep-going", "--seed", "3", "-j", "2", "-o", "cut/best.json"]
+    args = ["optimize", "-t", "00000", "-n", "400", "--batch-size", "4", "--keep-going", "--seed", "3", "-j", "2",
+            "-o", "cut/best.json"]
     log = tmp_path / "cut" / "best.evaluations.jsonl"
     started = lambda: log.exists() and len(log.read_text().splitlines()) > 10  # noqa: E731
     _gone(kill_mid_run([*CLI, *args], tmp_path, started), "optimize")
@@ -79,10 +80,10 @@ def test_killed_qa_generate_and_eval_leave_no_worker_and_resume(tmp_path):
     rollouts = data / "rollouts"
     _gone(kill_mid_run([*CLI, *args], tmp_path, lambda: rollouts.is_dir() and any(rollouts.iterdir())),
           "qa generate")
-    kept = _stamps(rollouts, "*")
+    kept = _stamps(rollouts, "[!.]*")  # not a temporary file the kill cut short
     res = _run(args, tmp_path)
     assert res.returncode == 0, res.stderr
-    assert {k: v for k, v in _stamps(rollouts, "*").items() if k in kept} == kept  # rollouts reused
+    assert {k: v for k, v in _stamps(rollouts, "[!.]*").items() if k in kept} == kept  # rollouts reused
     assert len((data / "questions.jsonl").read_text().splitlines()) == 18
 
     run = tmp_path / "run"
