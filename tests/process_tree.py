@@ -72,15 +72,13 @@ def job_token(pid: int) -> str | None:
     return None
 
 
-def marked(token: str, *, tests_too: bool = False) -> list[Proc]:
-    """Live processes started with ``token`` (and, with ``tests_too``, with ``token/<n>``)."""
+def marked(token: str) -> list[Proc]:
+    """Live processes started with ``token`` or with a token under it (``token/...``)."""
     me = os.getpid()
     out = []
     for p in processes():
-        if p.pid == me:
-            continue
-        found = job_token(p.pid)
-        if found == token or (tests_too and found is not None and found.startswith(token + "/")):
+        found = job_token(p.pid) if p.pid != me else None
+        if found is not None and (found == token or found.startswith(token + "/")):
             out.append(p)
     return out
 
@@ -201,7 +199,7 @@ def kill_mid_run(argv: list[str], cwd: str | os.PathLike[str], started: Callable
     """Run ``argv``, SIGKILL it once ``started()`` holds and ``workers`` processes run under
     it, and wait (up to ``grace`` s) until no process of the job runs: those under it at the
     kill and any carrying the job's own token."""
-    token = f"{os.environ.get(TOKEN_VAR, _SUITE_TOKEN)}-kill-{uuid.uuid4().hex[:8]}"
+    token = f"{os.environ.get(TOKEN_VAR, _SUITE_TOKEN)}/kill-{uuid.uuid4().hex[:8]}"
     with open(os.path.join(cwd, f"stderr-{token[-8:]}.txt"), "w+") as err:
         proc = subprocess.Popen(argv, cwd=cwd, env=dict(os.environ, **{TOKEN_VAR: token}),
                                 stdout=subprocess.DEVNULL, stderr=err)
@@ -230,7 +228,7 @@ def main(argv: list[str]) -> int:
     seconds for them to end, 5 by default); exit 1 when there are any."""
     token = argv[0]
     grace = float(argv[1]) if len(argv) > 1 else 5.0
-    _, left = wait_gone(marked(token, tests_too=True), grace)
+    _, left = wait_gone(marked(token), grace)
     for p in left:
         try:
             with open(f"/proc/{p.pid}/cmdline", "rb") as fh:

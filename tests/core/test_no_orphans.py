@@ -144,3 +144,44 @@ def test_end_with_job_ends_at_once_when_the_job_is_already_gone():
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == -9 and time.monotonic() - t0 < 60  # killed, not the sleep's end
+
+
+def test_a_failed_or_timed_out_test_takes_its_processes_with_it(tmp_path):
+    """The suite's own guard (tests/process_tree.py), run on two tests that start a child and
+    an orphan (its parent exits at once: re-parented to init), then fail or time out."""
+    tests_dir = Path(__file__).resolve().parents[1]
+    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(tests_dir)!r})\n"
+                                          "from process_tree import no_process_outlives_its_test  # noqa\n")
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent("""
+        import subprocess, time
+        import pytest
+
+        def _start(name):
+            child = subprocess.Popen(["sleep", "300"])
+            orphan = subprocess.run(["sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"],
+                                    capture_output=True, text=True).stdout
+            with open(name + ".pids", "w") as fh:
+                fh.write(f"{child.pid} {orphan}")
+
+        def test_fails():
+            _start("fails")
+            assert False
+
+        @pytest.mark.timeout(3)
+        def test_times_out():
+            _start("times_out")
+            time.sleep(60)
+    """))
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inner.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "2 failed" in res.stdout and "Timeout" in res.stdout, res.stdout[-3000:]
+    pids = [int(x) for name in ("fails", "times_out") for x in (tmp_path / f"{name}.pids").read_text().split()]
+    assert len(pids) == 4
+    running = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep\0300"):
+                running.append(pid)
+        except OSError:
+            pass
+    assert not running
