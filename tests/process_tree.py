@@ -195,13 +195,14 @@ class Killed:
 
 
 def kill_mid_run(argv: list[str], cwd: str | os.PathLike[str], started: Callable[[], bool], *,
-                 workers: int = 2, timeout: float = 300.0, grace: float = 30.0) -> Killed:
+                 workers: int = 2, timeout: float = 300.0, grace: float = 30.0,
+                 env: dict[str, str] | None = None) -> Killed:
     """Run ``argv``, SIGKILL it once ``started()`` holds and ``workers`` processes run under
     it, and wait (up to ``grace`` s) until no process of the job runs: those under it at the
-    kill and any carrying the job's own token."""
+    kill and any carrying the job's own token. ``env``: the job's environment (default: ours)."""
     token = f"{os.environ.get(TOKEN_VAR, _SUITE_TOKEN)}/kill-{uuid.uuid4().hex[:8]}"
     with open(os.path.join(cwd, f"stderr-{token[-8:]}.txt"), "w+") as err:
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(os.environ, **{TOKEN_VAR: token}),
+        proc = subprocess.Popen(argv, cwd=cwd, env={**(os.environ if env is None else env), TOKEN_VAR: token},
                                 stdout=subprocess.DEVNULL, stderr=err)
         try:
             deadline = time.monotonic() + timeout
