@@ -592,13 +592,87 @@ def ensure_ray(address: str | None = None) -> Any:
         check_ray_address(address)
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=True, configure_logging=True)
+        if started_local_ray(ray):
+            _start_cluster_reaper()
     return ray
+
+
+def _start_cluster_reaper() -> None:
+    """Ray's own fate sharing ends the cluster's core processes with this one, but its node
+    agents (dashboard and runtime-env agents) outlive a SIGKILLed driver by many seconds:
+    a small process of ours (Linux: it reads /proc) ends them with the job (`reap_with_job`)."""
+    if not os.path.isdir("/proc/self/task"):
+        return
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", "import sys; from simpatterns.parallel import reap_with_job; "
+                      "reap_with_job(int(sys.argv[1]))", str(os.getpid())],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+                     env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+
+
+REAP_POLL_S = 1.0  # how often the reaper looks at the job's processes
+
+
+def reap_with_job(job_pid: int) -> None:
+    """Wait for process ``job_pid`` to end, however it ends, then SIGKILL every process that
+    was under it when last looked at (a process's start time tells a reused pid apart)."""
+    watch = JobWatch(job_pid)
+    seen: list[tuple[int, str]] = []
+    while True:
+        seen = [(pid, start) for pid in _descendants(job_pid)
+                if pid != os.getpid() and (start := _start_time(pid))] or seen
+        if watch.ended(REAP_POLL_S):
+            break
+    for pid, start in seen:
+        if _start_time(pid) == start:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+def started_local_ray(ray: Any) -> bool:
+    """Whether this process started the Ray cluster it is connected to (``ray.init()`` found
+    none to join), rather than joining a user's: only then are its actors on this machine,
+    in this pid namespace, and ours to end with the job. Read from Ray's private driver
+    state (``_global_node.head``); False when that is not there."""
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    return bool(getattr(getattr(worker, "_global_node", None), "head", False))
 
 
 class _RayWorker:
     """A Ray actor: builds the setup once, then runs chunks (cf. `_worker_init`)."""
 
-    def __init__(self, setup: WorkerSetup | None):
+    def __init__(self, setup: WorkerSetup | None, job_pid: int | None = None):
+        if job_pid is not None:  # a cluster the job started: the actor ends with it, not seconds later
+            end_with_job(job_pid, parent_signal=False)
         try:  # SIGTERM unwinds the item in progress, as in the local pool
             signal.signal(signal.SIGTERM, _on_sigterm)
         except ValueError:  # not the main thread: the actor is only killed
@@ -633,7 +707,9 @@ class RayExecutor(Executor):
     at the cluster's CPUs (an actor beyond them would wait forever). Stopping
     cancels queued chunks, sends SIGTERM to actors on this host so the item in
     progress unwinds, then kills every actor. The cluster itself stays up for the
-    next executor of this process."""
+    next executor of this process. On a local cluster this process started, each actor
+    also ends with this process, however it ends (`end_with_job`); Ray's own fate
+    sharing takes the cluster's processes down with it. A user's cluster is left alone."""
 
     def __init__(self, workers: int, setup: WorkerSetup | None = None, *, address: str | None = None):
         self._ray = ensure_ray(address)
@@ -651,7 +727,8 @@ class RayExecutor(Executor):
             if self._actors is None:
                 setup_ref = self._ray.put(self._setup)
                 cls = _ray_actor_class()
-                self._actors = [cls.remote(setup_ref) for _ in range(self.workers)]
+                job_pid = os.getpid() if started_local_ray(self._ray) else None
+                self._actors = [cls.remote(setup_ref, job_pid) for _ in range(self.workers)]
                 self._where = [a.where.remote() for a in self._actors]  # answered before any chunk
                 self._busy = [0] * self.workers
             return self._actors

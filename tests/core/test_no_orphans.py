@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from process_tree import Killed, alive, kill_mid_run, processes
 
 CLI = [sys.executable, "-m", "simpatterns.cli"]
@@ -42,6 +43,22 @@ def test_killed_dataset_leaves_no_worker_and_resumes(tmp_path):
     assert res.returncode == 0, res.stderr
     assert len(list(out.glob("*.npz"))) == 24 and len((out / "index.jsonl").read_text().splitlines()) == 24
     assert {k: v for k, v in _stamps(out, "*.npz").items() if k in kept} == kept  # not redone
+
+
+def test_killed_dataset_on_a_local_ray_cluster_it_started_leaves_no_ray_process(tmp_path):
+    """``--address local``: a cluster of the job's own even when another runs on this machine."""
+    pytest.importorskip("ray")
+    out = tmp_path / "ds"
+    args = ["dataset", "--templates", "0,1,2", "--variants", "4", "--actions", "random:2", "--out", str(out),
+            "-j", "2", "--stride", "4", "-q", "--executor", "ray", "--address", "local"]
+    # the cluster's own processes, its two actors among them, then a finished trace
+    killed = kill_mid_run([*CLI, *args], tmp_path, lambda: any(out.glob("*.npz")), workers=4)
+    _gone(killed, "dataset --executor ray")
+    kept = _stamps(out, "*.npz")
+    res = _run(args, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert len(list(out.glob("*.npz"))) == 24
+    assert {k: v for k, v in _stamps(out, "*.npz").items() if k in kept} == kept
 
 
 def test_killed_annotate_leaves_no_worker_and_resumes(tmp_path):
