@@ -271,7 +271,9 @@ def end_with_job(job_pid: int, *, parent_signal: bool = True) -> None:
     before the signal was set. The signal fires when the *thread* that forked this process
     ends, so ``parent_signal=False`` where that may be a passing thread. When the parent is
     not the job (a fork server forked this process; the job already died) or without the
-    signal, a daemon thread waits for the job to end (`JobWatch`)."""
+    signal, a daemon thread waits for the job to end (`JobWatch`). Windows: nothing."""
+    if sys.platform == "win32":  # os.kill(pid, 0) sends Ctrl-C there: no probe to poll with
+        return
     if parent_signal and _set_parent_death_signal() and os.getppid() == job_pid:
         return
     watch = JobWatch(job_pid)
