@@ -202,3 +202,20 @@ def test_a_failed_or_timed_out_test_takes_its_processes_with_it(tmp_path):
         except OSError:
             pass
     assert not running
+
+
+def test_the_ci_check_lists_a_process_left_with_the_suite_token(tmp_path):
+    tests_dir = Path(__file__).resolve().parents[1]
+    token = f"check-{os.getpid()}-{time.monotonic_ns()}"
+    left = subprocess.Popen(["sleep", "300"], env=dict(os.environ, SIMPATTERNS_TEST_JOB=f"{token}/7"))
+    try:
+        found = subprocess.run([sys.executable, str(tests_dir / "process_tree.py"), token, "0"],
+                               env=dict(os.environ, SIMPATTERNS_TEST_JOB=token), capture_output=True, text=True,
+                               timeout=120)
+        assert found.returncode == 1 and f"pid {left.pid} ({token}/7): sleep 300" in found.stderr
+    finally:
+        left.kill()
+        left.wait()
+    clean = subprocess.run([sys.executable, str(tests_dir / "process_tree.py"), token, "0"], capture_output=True,
+                           text=True, timeout=120)
+    assert clean.returncode == 0 and clean.stderr == ""
