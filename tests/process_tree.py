@@ -122,9 +122,10 @@ def wait_gone(procs: list[Proc], timeout: float) -> tuple[float, list[Proc]]:
     return time.monotonic() - t0, left
 
 
-def new_tree(root: int, before: set[tuple[int, int]]) -> list[Proc]:
+def new_tree(root: int, before: set[tuple[int, int]], keep: frozenset[int] | set[int] = frozenset()) -> list[Proc]:
     """Processes under ``root`` started since ``before`` was taken, reached only through new
-    processes: what a session fixture's server started on its own is not the test's."""
+    processes (what a session fixture's server started on its own is not the test's) or
+    through ``keep``: this process's own helpers, which stay (their new children do not)."""
     procs = processes()
     children: dict[int, list[Proc]] = {}
     for p in procs:
@@ -132,10 +133,23 @@ def new_tree(root: int, before: set[tuple[int, int]]) -> list[Proc]:
     out, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
-            if (child.pid, child.start) not in before:
+            if child.pid in keep:
+                todo.append(child.pid)
+            elif (child.pid, child.start) not in before:
                 out.append(child)
                 todo.append(child.pid)
     return out
+
+
+def _multiprocessing_helpers() -> set[int]:
+    """multiprocessing's fork server and resource tracker: started once per process, on
+    first use, and reused (a killed resource tracker is restarted with a warning)."""
+    import multiprocessing.forkserver
+    import multiprocessing.resource_tracker
+
+    pids = {getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None),
+            getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None)}
+    return {p for p in pids if p}
 
 
 _SUITE_TOKEN = os.environ.get(TOKEN_VAR) or f"pytest-{uuid.uuid4().hex[:12]}"
@@ -156,7 +170,9 @@ def no_process_outlives_its_test() -> Iterator[None]:
     finally:
         os.environ[TOKEN_VAR] = _SUITE_TOKEN
         _close_process_wide_workers(held)
-        left = {(p.pid, p.start): p for p in [*new_tree(me, before), *marked(token)]}
+        helpers = _multiprocessing_helpers()
+        found = [*new_tree(me, before, helpers), *marked(token)]
+        left = {(p.pid, p.start): p for p in found if p.pid not in helpers}
         kill(list(left.values()))
         wait_gone(list(left.values()), 5.0)
 
