@@ -72,12 +72,19 @@ def job_token(pid: int) -> str | None:
     return None
 
 
-def marked(token: str) -> list[Proc]:
-    """Live processes started with ``token`` or with a token under it (``token/...``)."""
+def now_ticks() -> int:
+    """The clock `Proc.start` counts in (ticks since boot), now."""
+    with open("/proc/uptime") as fh:
+        return int(float(fh.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def marked(token: str, since: int = 0) -> list[Proc]:
+    """Live processes started with ``token`` or with a token under it (``token/...``);
+    ``since``: only those started from that tick on (fewer environments to read)."""
     me = os.getpid()
     out = []
     for p in processes():
-        found = job_token(p.pid) if p.pid != me else None
+        found = job_token(p.pid) if p.pid != me and p.start >= since else None
         if found is not None and (found == token or found.startswith(token + "/")):
             out.append(p)
     return out
@@ -162,6 +169,7 @@ def no_process_outlives_its_test() -> Iterator[None]:
     """Mark what the test starts with its own token; afterwards kill whatever it left."""
     me = os.getpid()
     before = {(p.pid, p.start) for p in descendants(me)}
+    since = now_ticks() - 1
     held = _process_wide_workers()
     token = f"{_SUITE_TOKEN}/{os.getpid()}-{next(_counter)}"
     os.environ[TOKEN_VAR] = token
@@ -171,10 +179,11 @@ def no_process_outlives_its_test() -> Iterator[None]:
         os.environ[TOKEN_VAR] = _SUITE_TOKEN
         _close_process_wide_workers(held)
         helpers = _multiprocessing_helpers()
-        found = [*new_tree(me, before, helpers), *marked(token)]
-        left = {(p.pid, p.start): p for p in found if p.pid not in helpers}
-        kill(list(left.values()))
-        wait_gone(list(left.values()), 5.0)
+        found = [*new_tree(me, before, helpers), *marked(token, since)]
+        left = list({(p.pid, p.start): p for p in found if p.pid not in helpers}.values())
+        if left:
+            kill(left)
+            wait_gone(left, 5.0)
 
 
 def _process_wide_workers() -> set[int]:
