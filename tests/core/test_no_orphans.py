@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from process_tree import Killed, alive, kill_mid_run, processes
+from process_tree import Killed, descendants, kill_mid_run, wait_gone
 
 CLI = [sys.executable, "-m", "simpatterns.cli"]
 
@@ -144,15 +144,13 @@ def test_a_worker_ends_with_its_job_whichever_thread_started_it(tmp_path):
         first = proc.stdout.readline().split()
         second = proc.stdout.readline().split()
         assert first and set(first) <= set(second), how  # the same workers (a fork server adds them lazily)
-        workers = [p for p in processes() if str(p.pid) in second]
-        assert len(workers) >= 1
+        job = descendants(proc.pid)  # the workers; with "thread" also the fork server and resource tracker
+        assert {str(p.pid) for p in job} >= set(second) and len(job) >= (2 if how == "fork" else 3), (how, job)
         proc.kill()
         proc.wait()
-        t0 = time.monotonic()
-        while alive(workers) and time.monotonic() - t0 < 30:
-            time.sleep(0.02)
-        print(f"{how}: workers gone {time.monotonic() - t0:.2f} s after the job")
-        assert not alive(workers), how
+        took, left = wait_gone(job, 30.0)
+        print(f"{how}: {len(job)} processes under the job, gone {took:.2f} s after it")
+        assert not left, how
 
 
 def test_end_with_job_ends_at_once_when_the_job_is_already_gone():
