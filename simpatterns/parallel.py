@@ -260,11 +260,13 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tup
 # ------------------------------------------------------------ ending with the job
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCH_POLL_S = 0.2  # how often a process without pidfds (macOS, BSD) looks at its job
+END_GRACE_S = 0.5  # how long a process ended by a signal it handles may clean up before SIGKILL
 
 
-def end_with_job(job_pid: int, *, parent_signal: bool = True) -> None:
-    """End this process (SIGKILL) as soon as process ``job_pid`` ends, however it ended
-    (SIGKILL and the OOM killer included): call it first thing in a process the job started.
+def end_with_job(job_pid: int, *, parent_signal: bool = True, end_signal: int = signal.SIGKILL) -> None:
+    """End this process (``end_signal``: SIGKILL, or a signal its handler cleans up on) as
+    soon as process ``job_pid`` ends, however it ended (SIGKILL and the OOM killer
+    included): call it first thing in a process the job started.
 
     Linux: the kernel's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), then a
     check that the parent is still ``job_pid``, which closes the race with a job that died
@@ -274,19 +276,19 @@ def end_with_job(job_pid: int, *, parent_signal: bool = True) -> None:
     signal, a daemon thread waits for the job to end (`JobWatch`). Windows: nothing."""
     if sys.platform == "win32":  # os.kill(pid, 0) sends Ctrl-C there: no probe to poll with
         return
-    if parent_signal and _set_parent_death_signal() and os.getppid() == job_pid:
+    if parent_signal and _set_parent_death_signal(end_signal) and os.getppid() == job_pid:
         return
     watch = JobWatch(job_pid)
-    threading.Thread(target=_end_when_ended, args=(watch,), name="end-with-job", daemon=True).start()
+    threading.Thread(target=_end_when_ended, args=(watch, end_signal), name="end-with-job", daemon=True).start()
 
 
-def _set_parent_death_signal() -> bool:
+def _set_parent_death_signal(sig: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
 
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -327,9 +329,12 @@ class JobWatch:
         return self._ended
 
 
-def _end_when_ended(watch: JobWatch) -> None:
+def _end_when_ended(watch: JobWatch, sig: int) -> None:
     watch.ended()
-    _end_now()
+    os.kill(os.getpid(), sig)
+    if sig != signal.SIGKILL:  # its handler runs in the main thread; one stuck there is still ended
+        time.sleep(END_GRACE_S)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _exists(pid: int) -> bool:
@@ -340,10 +345,6 @@ def _exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _end_now() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def start_method() -> str:

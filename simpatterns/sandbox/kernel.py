@@ -27,6 +27,7 @@ import ctypes
 import errno
 import os
 import signal
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -155,7 +156,7 @@ def become_init(job_pid: int | None = None) -> None:
     created (when its init dies, the kernel kills every process left in it). The original
     process waits for it and exits with its status: the parent's kill of the process group
     reaches both, and so does the end of process ``job_pid`` (the job that started it)."""
-    from simpatterns.parallel import JobWatch
+    from simpatterns.parallel import END_GRACE_S, JobWatch
 
     pid = os.fork()
     if pid == 0:  # no getppid() check: the parent is outside this pid namespace, so it reads 0
@@ -167,10 +168,12 @@ def become_init(job_pid: int | None = None) -> None:
         except OSError:
             pass
     # No thread here (after unshare(CLONE_NEWPID) this process cannot start one): the wait
-    # for the child polls the job between short waits; when the job ends this process exits
-    # and the child, pid 1 of the namespace, dies with it (its parent-death signal)
+    # for the child polls the job between short waits. When the job ends, the child gets
+    # SIGTERM (the server cleans up and exits) and, should it not exit within END_GRACE_S,
+    # this process exits and the child, pid 1 of the namespace, dies with it (SIGKILL)
     watch = JobWatch(job_pid) if job_pid is not None else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deadline: float | None = None
     while True:
         try:
             done, status = os.waitpid(pid, 0 if watch is None else os.WNOHANG)
@@ -178,8 +181,13 @@ def become_init(job_pid: int | None = None) -> None:
             continue
         if done:
             break
-        if watch is not None and watch.ended(0.1):
-            os._exit(1)
+        if deadline is None and watch is not None and watch.ended(0.1):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + END_GRACE_S
+        elif deadline is not None:
+            if time.monotonic() > deadline:
+                os._exit(1)
+            time.sleep(0.01)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 1)
 
 

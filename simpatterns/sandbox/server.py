@@ -591,23 +591,30 @@ def main() -> None:
     mode, namespaces, why = kernel.enter_namespaces(use_namespaces)  # before any thread: unshare refuses those
     if namespaces:
         kernel.become_init(job_pid)  # from here on this process is pid 1 of the job's pid namespace
-    elif job_pid is not None:
-        end_with_job(job_pid, parent_signal=False)  # started by any thread of the job
     server = Server(proto_in, proto_out, root, int(index), mode, tuple(namespaces), why)
+    # The job ended (however it died): remove what this server made and go, now. SIGTERM
+    # comes from the waiting parent (`become_init`) or from `end_with_job`'s thread.
+    signal.signal(signal.SIGTERM, lambda signum, frame: (_remove_files(server), os._exit(0)))
+    if not namespaces and job_pid is not None:
+        end_with_job(job_pid, parent_signal=False, end_signal=signal.SIGTERM)  # started by any thread of the job
     try:
         server.serve()
     except Exception:  # noqa: BLE001 - report and die; the parent restarts us
         traceback.print_exc()
         sys.exit(1)
-    # A normal end (quit, or the parent is gone: EOF). If the parent was killed it
-    # cannot clean up, so every server removes what it made; the last one the root.
+    _remove_files(server)  # a normal end (quit, or the parent is gone: EOF)
+
+
+def _remove_files(server: Server) -> None:
+    """If the parent was killed it cannot clean up, so every server removes what it made;
+    the last one the root."""
     shutil.rmtree(server.jail, ignore_errors=True)
     try:
-        os.unlink(os.path.join(root, f"server-{index}.log"))
+        os.unlink(os.path.join(server.root, f"server-{server.slot}.log"))
     except OSError:
         pass
     try:
-        os.rmdir(root)
+        os.rmdir(server.root)
     except OSError:
         pass
 

@@ -330,6 +330,7 @@ def test_killed_discover_leaves_no_sandbox_process_and_resumes(trace_dir, builti
         killed = kill_mid_run(argv, tmp_path, started, env=env)
         print(f"discover: {killed.workers} processes under the job at the kill, all gone {killed.seconds:.2f} s later")
         assert killed.workers >= 2 and not killed.left, killed
+        assert not Path(json.loads((run / "session.json").read_text())["sandbox_root"]).exists()  # cleaned up
         again = subprocess.run([*argv, "--resume"], env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert [r["label"] for _, r in RunLog(run).records() if r["type"] == "label_start"] == ["airborne", "brief tap"]
