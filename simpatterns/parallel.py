@@ -15,6 +15,9 @@ plugs in behind it without the callers changing:
   ignore SIGINT themselves, so they print no tracebacks), and the caller keeps
   every result it already received; `KeyboardInterrupt` then propagates.
 - `parallel_map` adds a progress bar with the time remaining.
+- No worker outlives its job, however the job ends (SIGKILL and the OOM killer
+  included): each worker calls `end_with_job` as it starts (see there for how,
+  per platform).
 
 ``workers <= 1`` runs everything in this process (`InlineExecutor`): the
 same results, no pickling, easy to debug. `ProcessExecutor` is the local pool.
@@ -38,6 +41,7 @@ import gc
 import math
 import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
@@ -222,8 +226,9 @@ def _quiet_stop(unraisable: Any) -> None:
         sys.__unraisablehook__(unraisable)
 
 
-def _worker_init(setup: WorkerSetup | None) -> None:
+def _worker_init(setup: WorkerSetup | None, job_pid: int, parent_signal: bool) -> None:
     global _WORKER_STATE, _WORKER_HAS_STATE
+    end_with_job(job_pid, parent_signal=parent_signal)
     _install_stop_handlers()
     if setup is not None:
         _WORKER_STATE = setup.build(*setup.args)
@@ -250,6 +255,96 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, Any]]) -> list[tup
         return _run_items(fn, chunk, _WORKER_STATE, _WORKER_HAS_STATE)
     except WorkerStopped:
         os._exit(1)  # the item has unwound; the pool would otherwise wait for the next one
+
+
+# ------------------------------------------------------------ ending with the job
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCH_POLL_S = 0.2  # how often a process without pidfds (macOS, BSD) looks at its job
+END_GRACE_S = 0.5  # how long a process ended by a signal it handles may clean up before SIGKILL
+
+
+def end_with_job(job_pid: int, *, parent_signal: bool = True, end_signal: int = signal.SIGKILL) -> None:
+    """End this process (``end_signal``: SIGKILL, or a signal its handler cleans up on) as
+    soon as process ``job_pid`` ends, however it ended (SIGKILL and the OOM killer
+    included): call it first thing in a process the job started.
+
+    Linux: the kernel's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), then a
+    check that the parent is still ``job_pid``, which closes the race with a job that died
+    before the signal was set. The signal fires when the *thread* that forked this process
+    ends, so ``parent_signal=False`` where that may be a passing thread. When the parent is
+    not the job (a fork server forked this process; the job already died) or without the
+    signal, a daemon thread waits for the job to end (`JobWatch`). Windows: nothing."""
+    if sys.platform == "win32":  # os.kill(pid, 0) sends Ctrl-C there: no probe to poll with
+        return
+    if parent_signal and _set_parent_death_signal(end_signal) and os.getppid() == job_pid:
+        return
+    watch = JobWatch(job_pid)
+    threading.Thread(target=_end_when_ended, args=(watch, end_signal), name="end-with-job", daemon=True).start()
+
+
+def _set_parent_death_signal(sig: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+class JobWatch:
+    """Whether process ``job_pid`` has ended, for a process it started: on a pidfd (Linux
+    5.3+: readable once the process has exited), else by polling every `WATCH_POLL_S`
+    whether this process's parent changed (it was re-parented) or the pid is gone (macOS,
+    BSD). Made before the job can have ended; a pidfd held from then on cannot be fooled
+    by the pid's reuse."""
+
+    def __init__(self, job_pid: int):
+        self.pid = job_pid
+        self._parent = os.getppid()
+        self._fd: int | None = None
+        self._ended = False
+        opener = getattr(os, "pidfd_open", None)
+        if opener is not None:
+            try:
+                self._fd = opener(job_pid)
+            except ProcessLookupError:
+                self._ended = True
+            except OSError:  # a kernel before 5.3: poll
+                pass
+
+    def ended(self, timeout: float | None = None) -> bool:
+        """Whether the job has ended, waiting up to ``timeout`` seconds for it (None: until it has)."""
+        if not self._ended and self._fd is not None:
+            self._ended = bool(select.select([self._fd], [], [], timeout)[0])
+        elif not self._ended:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while os.getppid() == self._parent and _exists(self.pid):
+                left = WATCH_POLL_S if deadline is None else min(WATCH_POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                time.sleep(left)
+            self._ended = True
+        return self._ended
+
+
+def _end_when_ended(watch: JobWatch, sig: int) -> None:
+    watch.ended()
+    os.kill(os.getpid(), sig)
+    if sig != signal.SIGKILL:  # its handler runs in the main thread; one stuck there is still ended
+        time.sleep(END_GRACE_S)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def start_method() -> str:
@@ -354,8 +449,11 @@ class ProcessExecutor(Executor):
 
     def _start_pool(self) -> None:
         ctx = multiprocessing.get_context(start_method())
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                         initializer=_worker_init, initargs=(self._setup,))
+        # fork: this thread forks every worker now and it is the only one (`start_method`), so
+        # it lasts as long as the job; forkserver: the fork server's only thread forks them
+        parent_signal = ctx.get_start_method() != "spawn"
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_worker_init,
+                                         initargs=(self._setup, os.getpid(), parent_signal))
         if ctx.get_start_method() == "fork":  # the first submit forks every worker, before
             # the pool's own thread (or a progress bar's) starts. This process's objects are
             # frozen meanwhile: a worker's garbage collection would otherwise write to every
@@ -497,13 +595,87 @@ def ensure_ray(address: str | None = None) -> Any:
         check_ray_address(address)
         ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=True, configure_logging=True)
+        if started_local_ray(ray):
+            _start_cluster_reaper()
     return ray
+
+
+def _start_cluster_reaper() -> None:
+    """Ray's own fate sharing ends the cluster's core processes with this one, but its node
+    agents (dashboard and runtime-env agents) outlive a SIGKILLed driver by many seconds:
+    a small process of ours (Linux: it reads /proc) ends them with the job (`reap_with_job`)."""
+    if not os.path.isdir("/proc/self/task"):
+        return
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", "import sys; from simpatterns.parallel import reap_with_job; "
+                      "reap_with_job(int(sys.argv[1]))", str(os.getpid())],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+                     env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+
+
+REAP_POLL_S = 1.0  # how often the reaper looks at the job's processes
+
+
+def reap_with_job(job_pid: int) -> None:
+    """Wait for process ``job_pid`` to end, however it ends, then SIGKILL every process that
+    was under it when last looked at (a process's start time tells a reused pid apart)."""
+    watch = JobWatch(job_pid)
+    seen: list[tuple[int, str]] = []
+    while True:
+        seen = [(pid, start) for pid in _descendants(job_pid)
+                if pid != os.getpid() and (start := _start_time(pid))] or seen
+        if watch.ended(REAP_POLL_S):
+            break
+    for pid, start in seen:
+        if _start_time(pid) == start:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+def started_local_ray(ray: Any) -> bool:
+    """Whether this process started the Ray cluster it is connected to (``ray.init()`` found
+    none to join), rather than joining a user's: only then are its actors on this machine,
+    in this pid namespace, and ours to end with the job. Read from Ray's private driver
+    state (``_global_node.head``); False when that is not there."""
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    return bool(getattr(getattr(worker, "_global_node", None), "head", False))
 
 
 class _RayWorker:
     """A Ray actor: builds the setup once, then runs chunks (cf. `_worker_init`)."""
 
-    def __init__(self, setup: WorkerSetup | None):
+    def __init__(self, setup: WorkerSetup | None, job_pid: int | None = None):
+        if job_pid is not None:  # a cluster the job started: the actor ends with it, not seconds later
+            end_with_job(job_pid, parent_signal=False)
         try:  # SIGTERM unwinds the item in progress, as in the local pool
             signal.signal(signal.SIGTERM, _on_sigterm)
         except ValueError:  # not the main thread: the actor is only killed
@@ -538,7 +710,9 @@ class RayExecutor(Executor):
     at the cluster's CPUs (an actor beyond them would wait forever). Stopping
     cancels queued chunks, sends SIGTERM to actors on this host so the item in
     progress unwinds, then kills every actor. The cluster itself stays up for the
-    next executor of this process."""
+    next executor of this process. On a local cluster this process started, each actor
+    also ends with this process, however it ends (`end_with_job`); Ray's own fate
+    sharing takes the cluster's processes down with it. A user's cluster is left alone."""
 
     def __init__(self, workers: int, setup: WorkerSetup | None = None, *, address: str | None = None):
         self._ray = ensure_ray(address)
@@ -556,7 +730,8 @@ class RayExecutor(Executor):
             if self._actors is None:
                 setup_ref = self._ray.put(self._setup)
                 cls = _ray_actor_class()
-                self._actors = [cls.remote(setup_ref) for _ in range(self.workers)]
+                job_pid = os.getpid() if started_local_ray(self._ray) else None
+                self._actors = [cls.remote(setup_ref, job_pid) for _ in range(self.workers)]
                 self._where = [a.where.remote() for a in self._actors]  # answered before any chunk
                 self._busy = [0] * self.workers
             return self._actors

@@ -2,6 +2,7 @@ import importlib
 import os
 
 import pytest
+from process_tree import no_process_outlives_its_test  # noqa: F401 - an autouse fixture for every test
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 

@@ -27,6 +27,7 @@ import ctypes
 import errno
 import os
 import signal
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -141,13 +142,24 @@ def enter_namespaces(use_namespaces: bool = True) -> tuple[str, list[str], str]:
     return "userns", sorted(NAMESPACES), ""
 
 
-def become_init() -> None:
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when ``parent`` ends (``parent`` forked it from its only thread:
+    the kernel's parent-death signal fires on that thread's end); exit now if it already
+    has (this process was re-parented before the signal was set)."""
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def become_init(job_pid: int | None = None) -> None:
     """Fork once so the caller continues as pid 1 of the pid namespace `enter_namespaces`
     created (when its init dies, the kernel kills every process left in it). The original
     process waits for it and exits with its status: the parent's kill of the process group
-    reaches both."""
+    reaches both, and so does the end of process ``job_pid`` (the job that started it)."""
+    from simpatterns.parallel import END_GRACE_S, JobWatch
+
     pid = os.fork()
-    if pid == 0:
+    if pid == 0:  # no getppid() check: the parent is outside this pid namespace, so it reads 0
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         return
     for fd in range(3, 64):  # keep no pipe end open: the parent must see EOF when the server dies
@@ -155,13 +167,27 @@ def become_init() -> None:
             os.close(fd)
         except OSError:
             pass
+    # No thread here (after unshare(CLONE_NEWPID) this process cannot start one): the wait
+    # for the child polls the job between short waits. When the job ends, the child gets
+    # SIGTERM (the server cleans up and exits) and, should it not exit within END_GRACE_S,
+    # this process exits and the child, pid 1 of the namespace, dies with it (SIGKILL)
+    watch = JobWatch(job_pid) if job_pid is not None else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deadline: float | None = None
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
-            break
+            done, status = os.waitpid(pid, 0 if watch is None else os.WNOHANG)
         except InterruptedError:
             continue
+        if done:
+            break
+        if deadline is None and watch is not None and watch.ended(0.1):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + END_GRACE_S
+        elif deadline is not None:
+            if time.monotonic() > deadline:
+                os._exit(1)
+            time.sleep(0.01)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 1)
 
 

@@ -145,7 +145,7 @@ class SandboxWorker:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", code, PACKAGE_ROOT, self.root, str(self.index),
-                 "namespaces" if self.namespaces else "no-namespaces"],
+                 "namespaces" if self.namespaces else "no-namespaces", str(os.getpid())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,

@@ -69,6 +69,7 @@ for _lazy in ("numpy.exceptions", "numpy.dtypes", "numpy.strings"):  # numpy 2
 
 from simpatterns.annotation import EventList
 from simpatterns.detectors.cost import COUNTER, StepCounter, instrument
+from simpatterns.parallel import end_with_job
 from simpatterns.sandbox import kernel
 from simpatterns.sandbox.events import check_events, encode_events
 
@@ -168,6 +169,7 @@ class Server:
         self.generation = 0  # bumped when traces or dependency events change
         self.spare: Spare | None = None
         self.host_pid = kernel.host_pid()
+        self.pid = os.getpid()  # as its children see it (1 in its own pid namespace)
 
     def protection(self) -> kernel.Protection:
         return kernel.Protection(self.mode, self.namespaces, chroot=self.mode in ("root", "userns"),
@@ -441,6 +443,7 @@ def _child(limits: dict[str, Any], server: Server, out_fd: int, job_r: int, w: i
     os.environ.clear()
     # Fail closed: any step that fails raises, and the child exits with SETUP_FAILED
     kernel.confine(server.jail, server.mode, uid, server.seccomp)
+    kernel.die_with_parent(server.pid)  # after confine: a change of uid clears the parent-death signal
     cpu = max(1, int(math.ceil(float(limits["cpu_s"]))))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if vm_kb:
@@ -584,24 +587,34 @@ def main() -> None:
     index = sys.argv[2] if len(sys.argv) > 2 else "0"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     use_namespaces = (sys.argv[3] if len(sys.argv) > 3 else "namespaces") == "namespaces"
-    mode, namespaces, why = kernel.enter_namespaces(use_namespaces)
+    job_pid = int(sys.argv[4]) if len(sys.argv) > 4 else None  # the process that started this server
+    mode, namespaces, why = kernel.enter_namespaces(use_namespaces)  # before any thread: unshare refuses those
     if namespaces:
-        kernel.become_init()  # from here on this process is pid 1 of the job's pid namespace
+        kernel.become_init(job_pid)  # from here on this process is pid 1 of the job's pid namespace
     server = Server(proto_in, proto_out, root, int(index), mode, tuple(namespaces), why)
+    # The job ended (however it died): remove what this server made and go, now. SIGTERM
+    # comes from the waiting parent (`become_init`) or from `end_with_job`'s thread.
+    signal.signal(signal.SIGTERM, lambda signum, frame: (_remove_files(server), os._exit(0)))
+    if not namespaces and job_pid is not None:
+        end_with_job(job_pid, parent_signal=False, end_signal=signal.SIGTERM)  # started by any thread of the job
     try:
         server.serve()
     except Exception:  # noqa: BLE001 - report and die; the parent restarts us
         traceback.print_exc()
         sys.exit(1)
-    # A normal end (quit, or the parent is gone: EOF). If the parent was killed it
-    # cannot clean up, so every server removes what it made; the last one the root.
+    _remove_files(server)  # a normal end (quit, or the parent is gone: EOF)
+
+
+def _remove_files(server: Server) -> None:
+    """If the parent was killed it cannot clean up, so every server removes what it made;
+    the last one the root."""
     shutil.rmtree(server.jail, ignore_errors=True)
     try:
-        os.unlink(os.path.join(root, f"server-{index}.log"))
+        os.unlink(os.path.join(server.root, f"server-{server.slot}.log"))
     except OSError:
         pass
     try:
-        os.rmdir(root)
+        os.rmdir(server.root)
     except OSError:
         pass
 

