@@ -44,6 +44,7 @@ start") asks for a touch starting after frame 300. A program compiled
 without a library knows no declarations: every event is then an instant."""
 
 REQUIRED = object()
+TIME_SCALE = 0.05  # a miss in time is graded on 5% of the episode, as a miss in space on 5% of the world
 TOUCH_GAP = 2  # frames apart that do not break a touch: the built-in "touch start"/"touch end" MERGE_GAP
 COLLISION_START = "collision start"
 COLLISION_END = "collision end"
@@ -255,6 +256,18 @@ class Query:
                 certain = certain or (s <= min(hi, ctx.last) and min(stored, ctx.last) >= lo)
         return ok, certain or not ok
 
+    def time_to_window(self, ctx: EvalContext) -> float:
+        """Frames between the window and the nearest matching event active outside it (inf: none)."""
+        lo, hi = ctx.window(self.window)
+        if self.interval:
+            spans = [(s, e) for s, e, _ in ctx.spans(self.label, self.matcher, self.where)]
+        else:
+            spans = [(f, f) for f in self.all(ctx)]
+        if not spans or hi < lo:
+            return math.inf
+        a = np.array(spans, dtype=float)
+        return float(np.maximum(np.maximum(lo - a[:, 1], a[:, 0] - hi), 0.0).min())
+
     def describe(self) -> str:
         p = "" if self.matcher.empty else " " + ", ".join(f"{k}={v!r}" for k, v in self.matcher.items)
         return f'"{self.label}"{p}{_window_text(self.window)}'
@@ -280,7 +293,9 @@ class Event(Node):
         Arg("params", "params", None, of="pattern"),
         Arg("window", "window", None),
     )
-    SCORE = "1 if a matching event occurs, else 0."
+    SCORE = ("1 if a matching event occurs in the window; else, when one occurs outside it, 0.5 / (1 + ln(1 + d / "
+             "s)) for the frames d between the window and the nearest such event and s = 5% of the episode "
+             "(50 frames in PHYRE): 0.5 just outside, 0.30 at 50 frames; else 0.")
     NOT_SCORE = "NOT(EVENT(...)) scores 1 / (1 + ln(1 + n)) for n matching events (0.59 for one)."
     EXAMPLES = (
         'EVENT("collision start", {"object_a": "red ball", "object_b": "green ball"})',
@@ -293,7 +308,11 @@ class Event(Node):
         self.where = where
 
     def eval(self, ctx):
-        return (True, 1.0) if self.q.hits(ctx) else (False, 0.0)
+        if self.q.hits(ctx):
+            return True, 1.0
+        d = self.q.time_to_window(ctx)
+        scale = TIME_SCALE * (ctx.horizon - 1)
+        return False, (failed(0.5 * inverse_log(d / scale)) if d < math.inf and scale > 0 else 0.0)
 
     def neg(self, ctx):
         n = len(self.q.hits(ctx))

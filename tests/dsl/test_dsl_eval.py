@@ -81,6 +81,16 @@ def test_windows_are_fractions_with_both_ends_included():
     assert ok('EVENT("collision start", {"object_b": "blue ball"}, window=(0.21, 0.21))', ann)
 
 
+def test_event_outside_its_window_scores_by_the_time_to_it():
+    ann = annotation([collide(21, "red ball", "blue ball"), collide(90, "red ball", "blue ball")])
+    scale = 0.05 * 100  # 5% of the 101-frame episode
+    near = run('EVENT("collision start", {"object_b": "blue ball"}, window=(0, 0.2))', ann)  # 1 frame late
+    assert not near.success and near.score == pytest.approx(0.5 * inv(1 / scale))
+    far = run('EVENT("collision start", {"object_b": "blue ball"}, window=(0.5, 0.6))', ann)  # 29 frames early
+    assert far.score == pytest.approx(0.5 * inv(29 / scale)) and far.score < near.score
+    assert run('EVENT("collision start", {"object_b": "green ball"}, window=(0, 0.2))', ann).score == 0.0
+
+
 # ------------------------------------------------------------------ NOT / NEVER
 def test_not_event_and_never_score_by_inverse_log_of_violations():
     ann = annotation([collide(f, "red ball", "green ball") for f in (5, 50, 90)])
