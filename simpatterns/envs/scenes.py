@@ -117,12 +117,14 @@ def named_scene(name: str) -> Scene:
     return SCENES[name]()
 
 
-def task_program_text(scene: Scene) -> str:
+def task_program_text(scene: Scene, max_steps: int = MAX_STEPS) -> str:
     """A dense reward program for a template's own goal, PHYRE's success: the
-    goal pair touching for 3 s (`SOLVE_STEPS` steps in a row with a contact,
-    of the episode's `MAX_STEPS`).
+    goal pair touching for 3 s (`SOLVE_STEPS` steps in a row with a contact)
+    within an episode of ``max_steps`` steps (the simulator's, 1000 by default:
+    pass the one the rollouts use, since the DSL measures time in fractions of
+    the episode).
 
-    One clause, ``TOUCHING(a, b, hold=SOLVE_STEPS / MAX_STEPS)``, counts the
+    One clause, ``TOUCHING(a, b, hold=SOLVE_STEPS / max_steps)``, counts the
     touch as the simulator does (frames in a row with a recorded contact of
     the pair), so the program succeeds exactly when PHYRE does. Its partial
     credit orders failures by how close they came: below 0.5, how near the
@@ -131,9 +133,11 @@ def task_program_text(scene: Scene) -> str:
     """
     if scene.goal is None:
         raise ValueError(f"scene {scene.template or '?'} has no goal pair")
+    if not SOLVE_STEPS <= max_steps:
+        raise ValueError(f"max_steps {max_steps} is shorter than PHYRE's {SOLVE_STEPS}-step hold: no rollout can succeed")
     bodies = scene.trace_bodies()
     a, b = (bodies[i] for i in scene.goal)
     return (
         f"# the template's goal (PHYRE's success): the {a.name} and the {b.name} touch for 3 s\n"
-        f'TOUCHING("{a.name}", "{b.name}", hold={SOLVE_STEPS / MAX_STEPS:g})\n'
+        f'TOUCHING("{a.name}", "{b.name}", hold={SOLVE_STEPS / max_steps:.6g})\n'
     )

@@ -139,3 +139,20 @@ def test_solution_scores_one_whether_or_not_the_rollout_stops_at_success(stop):
     trace = simulate(scene, tpl.solution(0), stop_on_success=stop).trace
     r = RewardProgram.from_text(task_program_text(scene), builtin_library()).evaluate(None, trace)
     assert trace.meta["success"] and r.success and r.score == 1.0 and r.determined
+
+
+@pytest.mark.parametrize("max_steps, solved", [(240, False), (700, True)])
+def test_shorter_episodes_ask_for_the_same_180_steps(max_steps, solved):
+    """The DSL measures time in fractions of the episode: the hold follows max_steps (00005's
+    solution succeeds at step 530)."""
+    tpl = get_template("00005")
+    scene = tpl.variant_scene(0)
+    text = task_program_text(scene, max_steps=max_steps)
+    assert f"hold={180 / max_steps:.6g}" in text
+    program = RewardProgram.from_text(text, builtin_library())
+    for stop in (True, False):
+        trace = simulate(scene, tpl.solution(0), max_steps=max_steps, stop_on_success=stop).trace
+        assert trace.meta["success"] == solved
+        assert program.evaluate(None, trace).success == solved
+    with pytest.raises(ValueError, match="shorter than"):
+        task_program_text(scene, max_steps=100)
