@@ -1300,18 +1300,7 @@ class Distance(Node):
     def _gaps(self, ctx, frames: np.ndarray) -> np.ndarray:
         """[F]: the nearest pair's surface gap at stored ``frames`` (0 where they touch)."""
         view = ctx.need_view(self.where, "DISTANCE")
-        A, B = view.bodies(self.a, self.where), view.bodies(self.b, self.where)
-        out = np.full(frames.shape, np.inf)
-        geo = view.geometry()
-        tr = view.trace
-        for i in A:
-            for j in B:
-                if i == j:
-                    continue
-                g = geo.gap(i, j, frames)
-                g[tr.contact_row(frames, i, j) >= 0] = 0.0
-                np.minimum(out, g, out=out)
-        return out
+        return outline_gaps(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where), frames)
 
     def measure(self, ctx) -> tuple[float, int, float, float]:
         """(distance in the frozen completion, the frame it is read at, and the least and

@@ -134,7 +134,8 @@ def task_program_text(scene: Scene, max_steps: int = MAX_STEPS) -> str:
     if scene.goal is None:
         raise ValueError(f"scene {scene.template or '?'} has no goal pair")
     if not SOLVE_STEPS <= max_steps:
-        raise ValueError(f"max_steps {max_steps} is shorter than PHYRE's {SOLVE_STEPS}-step hold: no rollout can succeed")
+        raise ValueError(f"max_steps {max_steps} is shorter than PHYRE's {SOLVE_STEPS}-step hold: "
+                         "no rollout can succeed")
     bodies = scene.trace_bodies()
     a, b = (bodies[i] for i in scene.goal)
     return (
