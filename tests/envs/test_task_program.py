@@ -156,3 +156,14 @@ def test_shorter_episodes_ask_for_the_same_180_steps(max_steps, solved):
         assert program.evaluate(None, trace).success == solved
     with pytest.raises(ValueError, match="shorter than"):
         task_program_text(scene, max_steps=100)
+
+
+def test_the_shipped_example_is_phyres_goal_of_00000():
+    from importlib import resources
+
+    path = resources.files("simpatterns.examples").joinpath("goals", "phyre_touch_for_3s.rwd")
+    program = RewardProgram.from_text(path.read_text(), builtin_library())
+    traces = [trace for tid, _, trace in rollouts() if tid == "00000"]
+    assert any(t.meta["success"] for t in traces) and not all(t.meta["success"] for t in traces)
+    for trace in traces:
+        assert program.evaluate(None, trace).success == trace.meta["success"]
