@@ -1261,10 +1261,16 @@ class Touching(Node):
         s = self.series(ctx)
         src = "trace contacts" if ctx.view is not None else "collision events"
         empty = _none_text(ctx.view, (self.a, self.b), self.where) if ctx.view is not None else ""
+        ok, _ = self.eval(ctx)
         if self.hold is not None:
-            state = f"longest unbroken touch {self.held(ctx)} of the {self.needed(ctx)} frames asked, by frame {f}"
+            k = self.held(ctx)
+            state = f"longest unbroken touch {k} of the {self.needed(ctx)} frames asked, by frame {f}"
+            frames = np.arange(min(f, ctx.last) + 1) if not k else None
         else:
-            state = ("touching" if self._touching_at(ctx, f) else "not touching") + f" at frame {f} (t={self.t:g})"
+            state = ("touching" if ok else "not touching") + f" at frame {f} (t={self.t:g})"
+            frames = np.array([min(f, ctx.last)])
+        if not ok and frames is not None and ctx.view is not None:
+            state += f"; outlines {self.gap(ctx, frames):.3g} px apart" + (" at their closest" if self.hold else "")
         return (f"{state}; touching at {int(np.count_nonzero(s))} frames in all (from {src}){empty}"
                 + _unsimulated_text(ctx, f))
 
