@@ -167,3 +167,19 @@ def test_the_shipped_example_is_phyres_goal_of_00000():
     assert any(t.meta["success"] for t in traces) and not all(t.meta["success"] for t in traces)
     for trace in traces:
         assert program.evaluate(None, trace).success == trace.meta["success"]
+
+
+def test_success_is_phyres_from_collision_events_alone():
+    """Without the trace, TOUCHING rebuilds contacts from "collision start"/"collision end": the
+    same runs, so the same verdict."""
+    from simpatterns.annotate.annotator import annotate
+
+    lib = builtin_library()
+    raw = lib.subset(["collision start", "collision end"])
+    seen: dict[str, int] = {}
+    for tid, scene, trace in rollouts():
+        if seen.get(tid, 0) >= 3:
+            continue
+        seen[tid] = seen.get(tid, 0) + 1
+        r = RewardProgram.from_text(task_program_text(scene), lib).evaluate(annotate(trace, raw))
+        assert r.success == trace.meta["success"], (tid, trace.meta["action"])
