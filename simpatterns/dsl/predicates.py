@@ -919,7 +919,9 @@ class NearbyAt(Node):
     STATE = True
     READS = "trace"
     SCORE = ("1 within the radius r, else 1 / (1 + ln(d / r)) for distance d (0.59 at 2r, 0.30 at 10r): "
-             "improvements near the target weigh most.")
+             "improvements near the target weigh most. With a window, when the body is within the radius only "
+             "outside it, at least 0.5 / (1 + ln(1 + e / s)) for the frames e from the window to the nearest such "
+             "frame and s = 5% of the episode (as EVENT).")
     NOT_SCORE = "NOT(NEARBY_AT(...)) scores d / r while inside the radius."
     EXAMPLES = (
         'NEARBY_AT("green ball", x=140, y=10, t=1.0)',
@@ -998,7 +1000,20 @@ class NearbyAt(Node):
         d, r, _ = self.distance(ctx)
         if d <= r:
             return True, 1.0
-        return False, failed(inverse_log(d / r - 1.0))
+        score = inverse_log(d / r - 1.0)
+        if self.window is not None:
+            score = max(score, self._time_credit(ctx, r))
+        return False, failed(score)
+
+    def _time_credit(self, ctx, r: float) -> float:
+        """Credit for coming within the radius outside the window, by the frames from it."""
+        view = ctx.need_view(self.where, "NEARBY_AT")
+        near = np.flatnonzero(self._squared(view, 0, ctx.num_frames) <= r * r)
+        scale = TIME_SCALE * (ctx.horizon - 1)
+        if not near.size or not scale > 0:
+            return 0.0
+        lo, hi = ctx.window(self.window)
+        return 0.5 * inverse_log(float(np.maximum(np.maximum(lo - near, near - hi), 0).min()) / scale)
 
     def neg(self, ctx):
         d, r, _ = self.distance(ctx)

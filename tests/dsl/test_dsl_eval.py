@@ -299,12 +299,29 @@ def test_nearby_at_scores_by_inverse_log_of_distance_over_radius():
     assert ok('NEARBY_AT("green ball", target="gray jar", t=0.6)', ann, tr)
     assert ok('NEARBY_AT("green ball", target="Gray_Jar", window=(0.5, 0.7), radius=0.5)', ann, tr)
     assert not ok('NEARBY_AT("green ball", target="gray jar", window=(0.8, 1), radius=0.5)', ann, tr)
+    # nearer in space than the time credit: the distance in the window decides (20 px at frame 80)
+    wide = run('NEARBY_AT("green ball", target="gray jar", window=(0.8, 1), radius=10)', ann, tr)
+    assert wide.score == pytest.approx(1 / (1 + math.log(20 / 10)))
     # NOT: scores d / r while inside
     r = run('NOT(NEARBY_AT("green ball", x=95, y=0, radius=10))', ann, tr)
     assert not r.success and r.score == pytest.approx(0.5)
     # as a state: within radius 10 of x=50 for frames 40..60 (21 frames of 101)
     r = run('ALWAYS(NEARBY_AT("green ball", x=50, y=0, radius=10))', ann, tr)
     assert r.score == pytest.approx(21 / 101)
+
+
+def test_nearby_at_in_a_window_credits_being_there_at_another_time():
+    # the ball sits at x=100, is at the jar (x=60) at frame 60 only, then at x=200
+    x = np.where(np.arange(101) < 60, 100.0, 200.0)
+    x[60] = 60.0
+    tr = make_trace({"green ball": np.stack([x, np.zeros(101)], axis=1), "gray jar": (60.0, 0.0)}, world=256.0)
+    ann = annotation([])
+    scale = 0.05 * 100  # 5% of the episode's 100 frames
+    late = run('NEARBY_AT("green ball", target="gray jar", window=(0.7, 1), radius=0.5)', ann, tr)
+    assert late.score == pytest.approx(0.5 * inv(10 / scale))  # 10 frames before the window
+    later = run('NEARBY_AT("green ball", target="gray jar", window=(0.9, 1), radius=0.5)', ann, tr)
+    assert later.score == pytest.approx(0.5 * inv(30 / scale)) and later.score < late.score
+    assert ok('NEARBY_AT("green ball", target="gray jar", window=(0.6, 1), radius=0.5)', ann, tr)
 
 
 def test_nearby_at_is_monotone_in_distance():
