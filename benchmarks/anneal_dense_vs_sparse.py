@@ -20,8 +20,11 @@ ends with the green ball less than 12 px from the target bucket's centre
   for reference.
 
 Templates part: a sample of PHYRE templates (shipped variants), goal = the
-task's own success; ``dense`` anneals `task_program_text` (the goal bodies'
-closest approach + touching at the end), ``sparse`` anneals PHYRE's success.
+task's own success; ``dense`` anneals `task_program_text` (PHYRE's success as
+TOUCHING(goal pair, hold=0.18), graded by the pair's closest outline approach and
+how long it touched; the runs in docs/anneal_dense_vs_sparse.md predate it: they
+annealed the closest approach of bounding circles + touching at the end),
+``sparse`` anneals PHYRE's success.
 
 Every run is one line in ``<out>/runs.jsonl`` (written as runs finish, so a
 killed job resumes where it stopped). Runs are mapped over
@@ -328,7 +331,8 @@ def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], s
         lines += ["## PHYRE templates, the task's own success as goal", "",
                   f"Tasks: {', '.join(templates)} (verified variants: solvable, solved by < 10% of random "
                   f"actions); {args.template_seeds} seeds each. "
-                  "**dense**: `task_program_text` (closest approach of the goal bodies + touching at the end); "
+                  "**dense**: `task_program_text` (PHYRE's success, graded by the goal pair's closest outline approach "
+                  "and how long it touched); "
                   "**sparse**: PHYRE's success. Success = the chosen action solves the task.", "",
                   "| budget | dense | sparse | " + " | ".join(templates) + " |",
                   "|---|---|---|" + "---|" * len(templates)]

@@ -20,8 +20,8 @@
   one attempt, in order, and it stops once the task is solved. Invalid
   proposals are redrawn by the optimizer and never reach the budget. The
   program is the task's own goal as a dense program by default
-  (`simpatterns.envs.scenes.task_program_text`: how close the goal bodies
-  come, and whether they touch at the end), or any program you give
+  (`simpatterns.envs.scenes.task_program_text`: PHYRE's success, graded by
+  how near the goal bodies' outlines come and how long they touch), or any program you give
   (per template or per task; e.g. one synthesized from the task text).
   On the grid (``bins``) it searches the menu's cells; ``bins=None``
   searches the continuous cube.

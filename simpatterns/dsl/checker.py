@@ -312,7 +312,7 @@ class Checker:
     def specific(self, cls, call: Call, bound: dict, as_state: bool) -> None:
         name = cls.NAME
         if as_state:
-            for k in ("t", "window"):
+            for k in ("t", "window", "hold"):
                 if k in bound:
                     self.report("argument", f"{name} inside ALWAYS/NEVER is checked at every frame; drop {k}=",
                                 bound[k].span, hint="the window belongs to ALWAYS/NEVER")

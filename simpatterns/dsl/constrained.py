@@ -267,7 +267,8 @@ def _b_never_always(name: str):
 
 
 def _b_touching(L: list[str]) -> str:
-    L.append(f'touching_call: "TOUCHING" "(" touch_pair ("," "t" "=" FRACTION)? {_CLOSE}')
+    L.append(f'touching_call: "TOUCHING" "(" touch_pair ("," "t" "=" FRACTION)? ("," "hold" "=" FRACTION)? '
+             f'{_CLOSE}')
     L.append(f'touching_state: "TOUCHING" "(" touch_pair {_CLOSE}')
     return "touching_call"
 

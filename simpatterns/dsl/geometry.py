@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 class _Outline:
     """One body's parts in its own frame: circle centres and radii, polygon
-    corners and, per corner, the index of the next corner around its polygon."""
+    corners and the polygon edges (start, direction, 1 / squared length), as x and y columns."""
 
-    __slots__ = ("centres", "radii", "corners", "succ")
+    __slots__ = ("cx", "cy", "radii", "kx", "ky", "ex", "ey", "dx", "dy", "inv")
 
     def __init__(self, parts):
         centres, radii, corners, succ = [], [], [], []
@@ -37,27 +37,31 @@ class _Outline:
                 succ += list(range(n + 1, n + k)) + [n]
         if not centres and not corners:  # no geometry: a point at the origin
             centres, radii = [[0.0, 0.0]], [0.0]
-        self.centres = np.array(centres, dtype=float).reshape(-1, 2)
+        c = np.array(centres, dtype=float).reshape(-1, 2)
+        k = np.array(corners, dtype=float).reshape(-1, 2)
+        d = k[np.array(succ, dtype=int)] - k if len(k) else k
+        self.cx, self.cy = c[:, 0], c[:, 1]
         self.radii = np.array(radii, dtype=float)
-        self.corners = np.array(corners, dtype=float).reshape(-1, 2)
-        self.succ = np.array(succ, dtype=int)
+        self.kx, self.ky = k[:, 0], k[:, 1]
+        self.ex, self.ey, self.dx, self.dy = k[:, 0], k[:, 1], d[:, 0], d[:, 1]
+        self.inv = 1.0 / np.maximum(d[:, 0] ** 2 + d[:, 1] ** 2, 1e-12)
 
 
-def _place(local: np.ndarray, pos: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    """Body-frame points [K, 2] -> world points [F, K, 2] for F frames."""
-    x = pos[:, None, 0] + cos[:, None] * local[None, :, 0] - sin[:, None] * local[None, :, 1]
-    y = pos[:, None, 1] + sin[:, None] * local[None, :, 0] + cos[:, None] * local[None, :, 1]
-    return np.stack([x, y], axis=-1)
+def _in_frame(px: np.ndarray, py: np.ndarray, off: np.ndarray, cos: np.ndarray, sin: np.ndarray):
+    """Body-frame points (x [K], y [K]) -> [F, K] x and y in another body's frame, per frame."""
+    x = off[:, None, 0] + cos[:, None] * px[None, :] - sin[:, None] * py[None, :]
+    y = off[:, None, 1] + sin[:, None] * px[None, :] + cos[:, None] * py[None, :]
+    return x, y
 
 
-def _to_edges(points: np.ndarray, corners: np.ndarray, succ: np.ndarray) -> np.ndarray:
-    """[F, P]: distance from each point [F, P, 2] to the nearest polygon edge (corners [F, W, 2])."""
-    a = corners[:, None, :, :]  # [F, 1, W, 2]
-    d = corners[:, succ][:, None] - a
-    w = points[:, :, None, :] - a  # [F, P, W, 2]
-    t = np.clip((w * d).sum(-1) / np.maximum((d * d).sum(-1), 1e-12), 0.0, 1.0)
-    e = w - t[..., None] * d
-    return np.sqrt((e * e).sum(-1)).min(axis=2)
+def _edge_dist2(x: np.ndarray, y: np.ndarray, o: _Outline) -> np.ndarray:
+    """[F, P]: squared distance from points (x, y [F, P], in o's frame) to o's nearest polygon edge."""
+    wx = x[..., None] - o.ex  # [F, P, W]
+    wy = y[..., None] - o.ey
+    t = np.clip((wx * o.dx + wy * o.dy) * o.inv, 0.0, 1.0)
+    wx -= t * o.dx
+    wy -= t * o.dy
+    return (wx * wx + wy * wy).min(axis=-1)
 
 
 class Outlines:
@@ -70,31 +74,32 @@ class Outlines:
         self.bounding = np.array([b.bounding_radius for b in trace.bodies], dtype=float)
 
     def gap(self, i: int, j: int, frames: np.ndarray) -> np.ndarray:
-        """[F]: the distance between the surfaces of bodies i and j at ``frames`` (>= 0)."""
+        """[F]: the distance between the surfaces of bodies i and j at ``frames`` (>= 0).
+        Each body's outline is carried into the other's frame, where its edges are constants."""
         pos = self.trace.position
         if not self.planar:
             c = np.linalg.norm(pos[frames, i] - pos[frames, j], axis=-1)
             return np.maximum(c - self.bounding[i] - self.bounding[j], 0.0)
-        placed = [self._placed(k, frames) for k in (i, j)]
-        gaps = []
-        (ci, ri, pi), (cj, rj, pj) = placed
+        out = np.full(len(frames), np.inf)
+        pi, pj = pos[frames, i, :2], pos[frames, j, :2]
+        ai, aj = self.trace.angle[frames, i], self.trace.angle[frames, j]
         oi, oj = self.outlines[i], self.outlines[j]
-        if ri.size and rj.size:
-            d = np.linalg.norm(ci[:, :, None, :] - cj[:, None, :, :], axis=-1) - ri[:, None] - rj[None, :]
-            gaps.append(d.reshape(len(frames), -1))
-        for (cp, rp, pp), (_, _, pq), oq in (((ci, ri, pi), placed[1], oj), ((cj, rj, pj), placed[0], oi)):
-            if not oq.succ.size:
-                continue
-            if rp.size:
-                gaps.append(_to_edges(cp, pq, oq.succ) - rp[None, :])
-            if pp.shape[1]:
-                gaps.append(_to_edges(pp, pq, oq.succ))
-        out = np.concatenate(gaps, axis=1).min(axis=1)
+        for (p, q), (a, b), (o, other) in ((((pi, pj)), (ai, aj), (oi, oj)), ((pj, pi), (aj, ai), (oj, oi))):
+            # o's parts in other's frame: rotate by a - b, shift by the centre offset seen from other
+            cb, sb = np.cos(b), np.sin(b)
+            rel = p - q
+            off = np.stack([cb * rel[:, 0] + sb * rel[:, 1], -sb * rel[:, 0] + cb * rel[:, 1]], axis=1)
+            cos, sin = np.cos(a - b), np.sin(a - b)
+            if o.radii.size:
+                x, y = _in_frame(o.cx, o.cy, off, cos, sin)
+                if o is oi and other.radii.size:  # circle to circle, once
+                    ddx = x[..., None] - other.cx
+                    ddy = y[..., None] - other.cy
+                    d = np.sqrt(ddx * ddx + ddy * ddy) - o.radii[:, None] - other.radii[None, :]
+                    np.minimum(out, d.reshape(len(frames), -1).min(axis=1), out=out)
+                if other.inv.size:
+                    np.minimum(out, (np.sqrt(_edge_dist2(x, y, other)) - o.radii).min(axis=1), out=out)
+            if o.kx.size and other.inv.size:
+                x, y = _in_frame(o.kx, o.ky, off, cos, sin)
+                np.minimum(out, np.sqrt(_edge_dist2(x, y, other).min(axis=1)), out=out)
         return np.maximum(out, 0.0)
-
-    def _placed(self, k: int, frames: np.ndarray):
-        o = self.outlines[k]
-        pos = self.trace.position[frames, k, :2]
-        ang = self.trace.angle[frames, k]
-        cos, sin = np.cos(ang), np.sin(ang)
-        return _place(o.centres, pos, cos, sin), o.radii, _place(o.corners, pos, cos, sin)

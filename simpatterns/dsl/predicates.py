@@ -44,6 +44,7 @@ start") asks for a touch starting after frame 300. A program compiled
 without a library knows no declarations: every event is then an instant."""
 
 REQUIRED = object()
+TIME_SCALE = 0.05  # a miss in time is graded on 5% of the episode, as a miss in space on 5% of the world
 TOUCH_GAP = 2  # frames apart that do not break a touch: the built-in "touch start"/"touch end" MERGE_GAP
 COLLISION_START = "collision start"
 COLLISION_END = "collision end"
@@ -255,6 +256,18 @@ class Query:
                 certain = certain or (s <= min(hi, ctx.last) and min(stored, ctx.last) >= lo)
         return ok, certain or not ok
 
+    def time_to_window(self, ctx: EvalContext) -> float:
+        """Frames between the window and the nearest matching event active outside it (inf: none)."""
+        lo, hi = ctx.window(self.window)
+        if self.interval:
+            spans = [(s, e) for s, e, _ in ctx.spans(self.label, self.matcher, self.where)]
+        else:
+            spans = [(f, f) for f in self.all(ctx)]
+        if not spans or hi < lo:
+            return math.inf
+        a = np.array(spans, dtype=float)
+        return float(np.maximum(np.maximum(lo - a[:, 1], a[:, 0] - hi), 0.0).min())
+
     def describe(self) -> str:
         p = "" if self.matcher.empty else " " + ", ".join(f"{k}={v!r}" for k, v in self.matcher.items)
         return f'"{self.label}"{p}{_window_text(self.window)}'
@@ -280,7 +293,9 @@ class Event(Node):
         Arg("params", "params", None, of="pattern"),
         Arg("window", "window", None),
     )
-    SCORE = "1 if a matching event occurs, else 0."
+    SCORE = ("1 if a matching event occurs in the window; else, when one occurs outside it, 0.5 / (1 + ln(1 + d / "
+             "s)) for the frames d between the window and the nearest such event and s = 5% of the episode "
+             "(50 frames in PHYRE): 0.5 just outside, 0.30 at 50 frames; else 0.")
     NOT_SCORE = "NOT(EVENT(...)) scores 1 / (1 + ln(1 + n)) for n matching events (0.59 for one)."
     EXAMPLES = (
         'EVENT("collision start", {"object_a": "red ball", "object_b": "green ball"})',
@@ -293,7 +308,11 @@ class Event(Node):
         self.where = where
 
     def eval(self, ctx):
-        return (True, 1.0) if self.q.hits(ctx) else (False, 0.0)
+        if self.q.hits(ctx):
+            return True, 1.0
+        d = self.q.time_to_window(ctx)
+        scale = TIME_SCALE * (ctx.horizon - 1)
+        return False, (failed(0.5 * inverse_log(d / scale)) if d < math.inf and scale > 0 else 0.0)
 
     def neg(self, ctx):
         n = len(self.q.hits(ctx))
@@ -900,7 +919,9 @@ class NearbyAt(Node):
     STATE = True
     READS = "trace"
     SCORE = ("1 within the radius r, else 1 / (1 + ln(d / r)) for distance d (0.59 at 2r, 0.30 at 10r): "
-             "improvements near the target weigh most.")
+             "improvements near the target weigh most. With a window, when the body is within the radius only "
+             "outside it, at least 0.5 / (1 + ln(1 + e / s)) for the frames e from the window to the nearest such "
+             "frame and s = 5% of the episode (as EVENT).")
     NOT_SCORE = "NOT(NEARBY_AT(...)) scores d / r while inside the radius."
     EXAMPLES = (
         'NEARBY_AT("green ball", x=140, y=10, t=1.0)',
@@ -979,7 +1000,20 @@ class NearbyAt(Node):
         d, r, _ = self.distance(ctx)
         if d <= r:
             return True, 1.0
-        return False, failed(inverse_log(d / r - 1.0))
+        score = inverse_log(d / r - 1.0)
+        if self.window is not None:
+            score = max(score, self._time_credit(ctx, r))
+        return False, failed(score)
+
+    def _time_credit(self, ctx, r: float) -> float:
+        """Credit for coming within the radius outside the window, by the frames from it."""
+        view = ctx.need_view(self.where, "NEARBY_AT")
+        near = np.flatnonzero(self._squared(view, 0, ctx.num_frames) <= r * r)
+        scale = TIME_SCALE * (ctx.horizon - 1)
+        if not near.size or not scale > 0:
+            return 0.0
+        lo, hi = ctx.window(self.window)
+        return 0.5 * inverse_log(float(np.maximum(np.maximum(lo - near, near - hi), 0).min()) / scale)
 
     def neg(self, ctx):
         d, r, _ = self.distance(ctx)
@@ -1021,27 +1055,70 @@ def bridge_gaps(touching: np.ndarray, k: int, tail: int = 0) -> np.ndarray:
     return touching | ((prev >= 0) & (gap <= k))
 
 
+def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
+                 frames: np.ndarray) -> np.ndarray:
+    """[F]: the surface gap of the nearest pair of bodies i in A, j in B (None: any body) at stored
+    ``frames``, 0 where the trace records their contact; inf when no pair exists."""
+    n = view.trace.num_bodies
+    ia = range(n) if A is None else A
+    ib = range(n) if B is None else B
+    out = np.full(frames.shape, np.inf)
+    geo, tr = view.geometry(), view.trace
+    for i in ia:
+        for j in ib:
+            if i == j or (A is None and B is None and j < i):  # any x any: each pair once
+                continue
+            g = geo.gap(i, j, frames)
+            g[tr.contact_row(frames, i, j) >= 0] = 0.0
+            np.minimum(out, g, out=out)
+    return out
+
+
+def closeness(gap: float, scale: float) -> float:
+    """A surface gap mapped into (0, 1]: ``1 / (1 + ln(1 + gap / scale))`` (1 at 0, 0.59 at one scale)."""
+    return inverse_log(gap / scale) if scale > 0 else float(gap == 0)
+
+
+def longest_run(series: np.ndarray) -> int:
+    """The most consecutive True values in a boolean array."""
+    if not series.any():
+        return 0
+    d = np.diff(np.concatenate(([0], series.astype(np.int8), [0])))
+    return int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max())
+
+
 class Touching(Node):
     """Bodies ``a`` and ``b`` are in contact at time ``t`` (default 1.0, the
     end); as for "touch start", contacts apart for at most 2 frames are one
-    unbroken touch (the solver's flicker). Either may be a class ("green
+    unbroken touch (the solver's flicker). With ``hold``, they have touched
+    without a break for at least that fraction of the episode by ``t``:
+    ``round(hold (H - 1))`` frames in a row each with a recorded contact, the
+    way PHYRE counts its 3 s (no flicker bridged; ``hold=0.18`` is 180 of
+    PHYRE's 1000 steps, its success rule). Either body may be a class ("green
     object": some green body) or a wildcard ("touching anything"). Reads the
     trace's contacts; without a trace, reconstructs contact intervals from
     the annotation's "collision start"/"collision end" events."""
 
     NAME = "TOUCHING"
-    SIGNATURE = (Arg("a", "body_or_any"), Arg("b", "body_or_any"), Arg("t", "fraction", None))
+    SIGNATURE = (Arg("a", "body_or_any"), Arg("b", "body_or_any"), Arg("t", "fraction", None),
+                 Arg("hold", "fraction", None, shown="None"))
     STATE = True
     READS = "trace or annotation"
-    SCORE = ("1 if touching; else, with a trace, 0.5 / (1 + ln(c / (ra + rb))) for centre distance c and "
-             "bounding radii ra, rb (0.5 when the bounding circles overlap); without a trace 0.5 if the "
-             "two touched at some other time, else 0.")
-    EXAMPLES = ('TOUCHING("green object", "blue object", t=1.0)', 'TOUCHING("green ball", "black jar 2")')
+    SCORE = ("1 if it holds. Else, with a trace, 0.5 / (1 + ln(1 + g / s)) for the gap g between the two "
+             "bodies' outlines at t (circles and rotated polygons as the trace records them, per frame; the "
+             "nearest pair for a class) and s = 5% of the world's larger side (12.8 px in PHYRE): 0.5 at a gap "
+             "of 0, 0.30 at 12.8 px, 0.15 at 128 px; without a trace 0.5 if the two touched at some other "
+             "time, else 0. With hold: 0.5 + 0.5 k / n once they have touched, for the longest unbroken touch "
+             "of k frames by t of the n asked; before that the same 0.5 / (1 + ln(1 + g / s)) with g the "
+             "least outline gap over the frames up to t (0 without a trace).")
+    EXAMPLES = ('TOUCHING("green object", "blue object", t=1.0)', 'TOUCHING("green ball", "black jar 2")',
+                'TOUCHING("green ball", "blue bar", hold=0.18)')
 
-    def __init__(self, a, b, t=None, *, where: Where):
+    def __init__(self, a, b, t=None, hold=None, *, where: Where):
         self.a, self.b = a, b
         self.wild_a, self.wild_b = is_wildcard(a), is_wildcard(b)
         self.t = 1.0 if t is None else t
+        self.hold = hold
         self.where = where
 
     def _pair(self, view: SceneView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
@@ -1143,42 +1220,74 @@ class Touching(Node):
             return True
         return ctx.scene is not None and _covers_goal(ctx, *self._pair(ctx.scene))
 
+    def needed(self, ctx) -> int:
+        """Frames in a row that ``hold`` asks for (at least 1)."""
+        return max(1, int(round(self.hold * (ctx.horizon - 1))))
+
+    def held(self, ctx) -> int:
+        """The longest unbroken touch (raw contact frames in a row) by frame t, in the frozen
+        completion (a touch running at the last simulated frame goes on)."""
+        key = ("held", id(self))
+        out = ctx.memo.get(key)
+        if out is None:
+            f = ctx.frame(self.t)
+            raw = self._raw_series(ctx)[: min(f, ctx.last) + 1]
+            out = longest_run(raw)
+            if f > ctx.last and raw.size and raw[-1]:
+                tail = raw.size - int(np.flatnonzero(~raw)[-1]) - 1 if not raw.all() else raw.size
+                out = max(out, tail + f - ctx.last)
+            ctx.memo[key] = out
+        return out
+
     def eval(self, ctx):
         f = ctx.frame(self.t)
-        if self._touching_at(ctx, f):
-            return True, 1.0
+        if self.hold is not None:
+            k = self.held(ctx)
+            n = self.needed(ctx)
+            if k >= n:
+                return True, 1.0
+            if k:
+                return False, failed(0.5 + 0.5 * k / n)
+            frames = np.arange(min(f, ctx.last) + 1)
+        else:
+            if self._touching_at(ctx, f):
+                return True, 1.0
+            if ctx.view is None:
+                return False, 0.5 if self.series(ctx).any() else 0.0
+            frames = np.array([min(f, ctx.last)])
         if ctx.view is None:
-            return False, 0.5 if self.series(ctx).any() else 0.0
-        return False, failed(0.5 * self._closeness(ctx.view, min(f, ctx.last)))
+            return False, 0.0
+        return False, failed(0.5 * closeness(self.gap(ctx, frames), ctx.view.radius))
+
+    def gap(self, ctx, frames: np.ndarray) -> float:
+        """The least outline gap of the pair over stored ``frames``."""
+        A, B = self._pair(ctx.view)
+        g = outline_gaps(ctx.view, A, B, frames)
+        return float(g.min()) if g.size else math.inf
 
     def determined(self, ctx):
-        return ctx.frame(self.t) < self.certain_until(ctx) or self.after_known(ctx)
-
-    def _closeness(self, view: TraceView, f: int) -> float:
-        """inverse_log of how far apart the closest candidate pair's bounding circles are."""
-        A, B = self._pair(view)
-        pos = view.trace.position
-        n = view.trace.num_bodies
-        ia = np.arange(n) if A is None else np.array(A, dtype=int)
-        ib = np.arange(n) if B is None else np.array(B, dtype=int)
-        if not ia.size or not ib.size:
-            return 0.0
-        c = np.linalg.norm(pos[f][ia][:, None, :] - pos[f][ib][None, :, :], axis=-1)
-        reach = view.radii[ia][:, None] + view.radii[ib][None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(reach > 0, c / np.where(reach > 0, reach, 1.0), np.inf)
-        ratio[ia[:, None] == ib[None, :]] = np.inf
-        finite = ratio[np.isfinite(ratio)]
-        return inverse_log(max(0.0, float(finite.min()) - 1.0)) if finite.size else 0.0
+        f = ctx.frame(self.t)
+        if self.hold is not None:
+            return f <= ctx.last or self.after_known(ctx) or self.held(ctx) >= self.needed(ctx)
+        return f < self.certain_until(ctx) or self.after_known(ctx)
 
     def detail(self, ctx):
         f = ctx.frame(self.t)
         s = self.series(ctx)
         src = "trace contacts" if ctx.view is not None else "collision events"
-        state = "touching" if self._touching_at(ctx, f) else "not touching"
         empty = _none_text(ctx.view, (self.a, self.b), self.where) if ctx.view is not None else ""
-        return (f"{state} at frame {f} (t={self.t:g}); touching at {int(np.count_nonzero(s))} frames in all "
-                f"(from {src}){empty}" + _unsimulated_text(ctx, f))
+        ok, _ = self.eval(ctx)
+        if self.hold is not None:
+            k = self.held(ctx)
+            state = f"longest unbroken touch {k} of the {self.needed(ctx)} frames asked, by frame {f}"
+            frames = np.arange(min(f, ctx.last) + 1) if not k else None
+        else:
+            state = ("touching" if ok else "not touching") + f" at frame {f} (t={self.t:g})"
+            frames = np.array([min(f, ctx.last)])
+        if not ok and frames is not None and ctx.view is not None:
+            state += f"; outlines {self.gap(ctx, frames):.3g} px apart" + (" at their closest" if self.hold else "")
+        return (f"{state}; touching at {int(np.count_nonzero(s))} frames in all (from {src}){empty}"
+                + _unsimulated_text(ctx, f))
 
 
 class Distance(Node):
@@ -1212,18 +1321,7 @@ class Distance(Node):
     def _gaps(self, ctx, frames: np.ndarray) -> np.ndarray:
         """[F]: the nearest pair's surface gap at stored ``frames`` (0 where they touch)."""
         view = ctx.need_view(self.where, "DISTANCE")
-        A, B = view.bodies(self.a, self.where), view.bodies(self.b, self.where)
-        out = np.full(frames.shape, np.inf)
-        geo = view.geometry()
-        tr = view.trace
-        for i in A:
-            for j in B:
-                if i == j:
-                    continue
-                g = geo.gap(i, j, frames)
-                g[tr.contact_row(frames, i, j) >= 0] = 0.0
-                np.minimum(out, g, out=out)
-        return out
+        return outline_gaps(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where), frames)
 
     def measure(self, ctx) -> tuple[float, int, float, float]:
         """(distance in the frozen completion, the frame it is read at, and the least and

@@ -124,7 +124,7 @@ class TraceView(SceneView):
     compiled program): the scene's bodies (names, colour classes, roles), the
     default NEARBY_AT radius, contact columns and bound param matchers."""
 
-    __slots__ = ("trace", "radius", "episode", "_radii", "_contacts", "_geometry")
+    __slots__ = ("trace", "radius", "episode", "_contacts", "_geometry")
 
     def __init__(self, trace: "Trace"):
         super().__init__(trace.bodies)
@@ -140,7 +140,6 @@ class TraceView(SceneView):
             p0 = np.asarray(trace.position[0], dtype=float)
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
-        self._radii: np.ndarray | None = None
         self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._geometry: Any = None
 
@@ -161,13 +160,6 @@ class TraceView(SceneView):
         """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
         cf = self.contacts()[0]
         return int(cf.searchsorted(frame, "left")), int(cf.searchsorted(frame, "right"))
-
-    @property
-    def radii(self) -> np.ndarray:
-        """Bounding radius of each body (for TOUCHING's partial credit)."""
-        if self._radii is None:
-            self._radii = np.array([b.bounding_radius for b in self.trace.bodies], dtype=float)
-        return self._radii
 
     def geometry(self):
         """The bodies' outlines, for surface distances (`simpatterns.dsl.geometry`), built once."""

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from simpatterns.simulators.phyre import Scene, SceneBuilder
+from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, Scene, SceneBuilder
 from simpatterns.trace import Trace
 
 BUCKET_SCENE = "buckets"
@@ -117,24 +117,28 @@ def named_scene(name: str) -> Scene:
     return SCENES[name]()
 
 
-def task_program_text(scene: Scene) -> str:
-    """A dense reward program for a template's own goal ("make A touch B").
+def task_program_text(scene: Scene, max_steps: int = MAX_STEPS) -> str:
+    """A dense reward program for a template's own goal, PHYRE's success: the
+    goal pair touching for 3 s (`SOLVE_STEPS` steps in a row with a contact)
+    within an episode of ``max_steps`` steps (the simulator's, 1000 by default:
+    pass the one the rollouts use, since the DSL measures time in fractions of
+    the episode).
 
-    The first clause scores how close A ever comes to B (its radius, the sum
-    of the two bodies' bounding radii, is met whenever they touch); the
-    second asks for them to touch at the end. PHYRE's success (touching for
-    3 s) ends the rollout, so a solved rollout always succeeds here.
+    One clause, ``TOUCHING(a, b, hold=SOLVE_STEPS / max_steps)``, counts the
+    touch as the simulator does (frames in a row with a recorded contact of
+    the pair), so the program succeeds exactly when PHYRE does. Its partial
+    credit orders failures by how close they came: below 0.5, how near the
+    two outlines ever got (``0.5 / (1 + ln(1 + gap / 12.8 px))``); from 0.5,
+    how long the longest touch lasted (``0.5 + 0.5 k / 180``).
     """
     if scene.goal is None:
         raise ValueError(f"scene {scene.template or '?'} has no goal pair")
-    bodies = scene.trace_bodies()  # parts about the centre of mass, where traces put positions
+    if not SOLVE_STEPS <= max_steps:
+        raise ValueError(f"max_steps {max_steps} is shorter than PHYRE's {SOLVE_STEPS}-step hold: "
+                         "no rollout can succeed")
+    bodies = scene.trace_bodies()
     a, b = (bodies[i] for i in scene.goal)
-    ra, rb = a.bounding_radius, b.bounding_radius
     return (
-        f"# the template's goal: make the {a.name} touch the {b.name}\n"
-        "AND(\n"
-        f'    NEARBY_AT("{a.name}", target="{b.name}", window=(0, 1), radius={ra + rb:.1f}),\n'
-        f'    TOUCHING("{a.name}", "{b.name}", t=1.0),\n'
-        ")\n"
+        f"# the template's goal (PHYRE's success): the {a.name} and the {b.name} touch for 3 s\n"
+        f'TOUCHING("{a.name}", "{b.name}", hold={SOLVE_STEPS / max_steps:.6g})\n'
     )
-

@@ -199,7 +199,8 @@ class ProgramGenerator:
                 return f"{k}({self.state()}" + (f", window={self.window()})" if self.r.random() < 0.5 else ")")
             return f"{k}({self.event_args()})"
         if k == "TOUCHING":
-            return f"TOUCHING({self.touch_pair()}, t={self.frac()})"
+            hold = f", hold={self.frac()}" if self.r.random() < 0.3 else ""
+            return f"TOUCHING({self.touch_pair()}, t={self.frac()}{hold})"
         if k == "NEARBY_AT":
             if self.r.random() < 0.3:
                 return f"NEARBY_AT({self.body()}, target={self.body()}, window={self.window()})"

@@ -13,6 +13,7 @@ from dsl_builders import annotation, collide, make_trace, separate
 from simpatterns.annotation import PatternEvent
 from simpatterns.detectors import PatternLibrary
 from simpatterns.dsl import DSLError, DSLEvaluationError, RewardProgram, compile_program
+from simpatterns.trace import Body, Trace
 
 inv = lambda x: 1 / (1 + math.log(1 + x))  # noqa: E731  the documented inverse-log shaping
 
@@ -78,6 +79,16 @@ def test_windows_are_fractions_with_both_ends_included():
     assert ok('EVENT("collision start", {"object_b": "green ball"}, window=(0, 0.2))', ann)  # frame 20 = 0.2
     assert not ok('EVENT("collision start", {"object_b": "blue ball"}, window=(0, 0.2))', ann)  # frame 21
     assert ok('EVENT("collision start", {"object_b": "blue ball"}, window=(0.21, 0.21))', ann)
+
+
+def test_event_outside_its_window_scores_by_the_time_to_it():
+    ann = annotation([collide(21, "red ball", "blue ball"), collide(90, "red ball", "blue ball")])
+    scale = 0.05 * 100  # 5% of the 101-frame episode
+    near = run('EVENT("collision start", {"object_b": "blue ball"}, window=(0, 0.2))', ann)  # 1 frame late
+    assert not near.success and near.score == pytest.approx(0.5 * inv(1 / scale))
+    far = run('EVENT("collision start", {"object_b": "blue ball"}, window=(0.5, 0.6))', ann)  # 29 frames early
+    assert far.score == pytest.approx(0.5 * inv(29 / scale)) and far.score < near.score
+    assert run('EVENT("collision start", {"object_b": "green ball"}, window=(0, 0.2))', ann).score == 0.0
 
 
 # ------------------------------------------------------------------ NOT / NEVER
@@ -213,12 +224,64 @@ def test_touching_from_trace_contacts_and_partial_credit_by_distance():
     ann = annotation([])
     assert ok('TOUCHING("green ball", "blue ball", t=1.0)', ann, tr)
     assert not ok('TOUCHING("green ball", "blue ball", t=0.3)', ann, tr)
-    # red and green: centres 40 apart, bounding radii 5 + 5: 0.5 * inverse_log(40/10 - 1)
+    # red and green: centres 40 apart, radius 5 each: outlines 30 px apart, on the 12.8 px scale
     r = run('TOUCHING("green ball", "red ball")', ann, tr)
-    assert r.score == pytest.approx(0.5 * inv(3.0))
-    r = run('TOUCHING("green ball", "blue ball", t=0.0)', ann, tr)  # bounding circles touch: 0.5
+    assert r.score == pytest.approx(0.5 * inv(30 / 12.8))
+    r = run('TOUCHING("green ball", "blue ball", t=0.0)', ann, tr)  # outlines meet, no contact yet: 0.5
     assert r.score == pytest.approx(0.5)
     assert ok('ALWAYS(TOUCHING("blue ball", "green ball"), window=(0.4, 1))', ann, tr)
+
+
+def test_touching_hold_counts_contact_frames_in_a_row_by_t():
+    # green and blue touch at frames 40-100 but for frame 70 (no contact row: a flicker)
+    contacts = [(f, "green ball", "blue ball") for f in range(40, 101) if f != 70]
+    tr = make_trace({"green ball": (0.0, 0.0), "blue ball": (10.0, 0.0), "red ball": (40.0, 0.0)},
+                    num_frames=101, contacts=contacts, radius=5.0)
+    ann = annotation([])
+    assert ok('TOUCHING("green ball", "blue ball", t=0.8)', ann, tr)  # a plain touch bridges the flicker
+    assert ok('TOUCHING("green ball", "blue ball", hold=0.3)', ann, tr)  # frames 71-100: 30 in a row
+    r = run('TOUCHING("green ball", "blue ball", hold=0.31)', ann, tr)  # 31 asked: the flicker breaks it
+    assert not r.success and r.score == pytest.approx(0.5 + 0.5 * 30 / 31)
+    assert ok('TOUCHING("green ball", "blue ball", t=0.5, hold=0.11)', ann, tr)  # frames 40-50 by t=0.5
+    r = run('TOUCHING("green ball", "blue ball", t=0.5, hold=0.12)', ann, tr)
+    assert not r.success and r.score == pytest.approx(0.5 + 0.5 * 11 / 12)
+    # never touched: the least outline gap up to t (the red ball is 30 px from green, 20 from blue)
+    r = run('TOUCHING("red ball", "green object", hold=0.1)', ann, tr)
+    assert not r.success and r.score == pytest.approx(0.5 * inv(30 / 12.8))
+    r = run('TOUCHING("red ball", "*", hold=0.1)', ann, tr)
+    assert r.score == pytest.approx(0.5 * inv(20 / 12.8))
+    # without a trace, from collision events: touched, but not for long enough
+    ev = annotation([collide(40, "green ball", "blue ball"), separate(60, "green ball", "blue ball")],
+                    patterns=["collision start", "collision end"])
+    r = run('TOUCHING("green ball", "blue ball", hold=0.3)', ev)
+    assert not r.success and r.score == pytest.approx(0.5 + 0.5 * 20 / 30)
+    assert ok('TOUCHING("green ball", "blue ball", hold=0.2)', ev)
+
+
+def test_touching_grades_by_outline_gap_of_rotated_polygons():
+    """A ball above a bar turned 90 degrees (standing on end): the gap is to the bar's top end,
+    not to its bounding circle, and follows the bar's angle frame by frame."""
+    T = 3
+    bar = {"kind": "poly", "vertices": [[-40.0, -2.0], [40.0, -2.0], [40.0, 2.0], [-40.0, 2.0]]}
+    ball = {"kind": "circle", "center": [0.0, 0.0], "radius": 5.0}
+    bodies = [Body("green ball", "green", "ball", True, parts=(ball,)),
+              Body("blue bar", "blue", "bar", True, parts=(bar,))]
+    pos = np.zeros((T, 2, 2))
+    pos[:, 0] = (0.0, 60.0)  # the ball 60 px above the bar's centre
+    angle = np.zeros((T, 2))
+    angle[1:, 1] = math.pi / 2  # frames 1, 2: the bar stands up to y = 40
+    tr = Trace(bodies=bodies, time=np.arange(T) / 60.0, position=pos, angle=angle, velocity=np.zeros((T, 2, 2)),
+               angular_velocity=np.zeros((T, 2)), contact_frame=np.zeros(0, np.int32),
+               contact_a=np.zeros(0, np.int16), contact_b=np.zeros(0, np.int16), contact_point=np.zeros((0, 2)),
+               contact_normal=np.zeros((0, 2)), contact_impulse=np.zeros(0),
+               meta={"dt": 1 / 60, "world_size": [256, 256]})
+    ann = annotation([])
+    flat = run('TOUCHING("green ball", "blue bar", t=0.0)', ann, tr)  # lying: 60 - 2 - 5 = 53 px
+    assert flat.score == pytest.approx(0.5 * inv(53 / 12.8))
+    up = run('TOUCHING("green ball", "blue bar", t=1.0)', ann, tr)  # standing: 60 - 40 - 5 = 15 px
+    assert up.score == pytest.approx(0.5 * inv(15 / 12.8))
+    held = run('TOUCHING("green ball", "blue bar", hold=0.5)', ann, tr)  # the least gap over the frames
+    assert held.score == pytest.approx(up.score)
 
 
 # ------------------------------------------------------------------ NEARBY_AT
@@ -236,12 +299,29 @@ def test_nearby_at_scores_by_inverse_log_of_distance_over_radius():
     assert ok('NEARBY_AT("green ball", target="gray jar", t=0.6)', ann, tr)
     assert ok('NEARBY_AT("green ball", target="Gray_Jar", window=(0.5, 0.7), radius=0.5)', ann, tr)
     assert not ok('NEARBY_AT("green ball", target="gray jar", window=(0.8, 1), radius=0.5)', ann, tr)
+    # nearer in space than the time credit: the distance in the window decides (20 px at frame 80)
+    wide = run('NEARBY_AT("green ball", target="gray jar", window=(0.8, 1), radius=10)', ann, tr)
+    assert wide.score == pytest.approx(1 / (1 + math.log(20 / 10)))
     # NOT: scores d / r while inside
     r = run('NOT(NEARBY_AT("green ball", x=95, y=0, radius=10))', ann, tr)
     assert not r.success and r.score == pytest.approx(0.5)
     # as a state: within radius 10 of x=50 for frames 40..60 (21 frames of 101)
     r = run('ALWAYS(NEARBY_AT("green ball", x=50, y=0, radius=10))', ann, tr)
     assert r.score == pytest.approx(21 / 101)
+
+
+def test_nearby_at_in_a_window_credits_being_there_at_another_time():
+    # the ball sits at x=100, is at the jar (x=60) at frame 60 only, then at x=200
+    x = np.where(np.arange(101) < 60, 100.0, 200.0)
+    x[60] = 60.0
+    tr = make_trace({"green ball": np.stack([x, np.zeros(101)], axis=1), "gray jar": (60.0, 0.0)}, world=256.0)
+    ann = annotation([])
+    scale = 0.05 * 100  # 5% of the episode's 100 frames
+    late = run('NEARBY_AT("green ball", target="gray jar", window=(0.7, 1), radius=0.5)', ann, tr)
+    assert late.score == pytest.approx(0.5 * inv(10 / scale))  # 10 frames before the window
+    later = run('NEARBY_AT("green ball", target="gray jar", window=(0.9, 1), radius=0.5)', ann, tr)
+    assert later.score == pytest.approx(0.5 * inv(30 / scale)) and later.score < late.score
+    assert ok('NEARBY_AT("green ball", target="gray jar", window=(0.6, 1), radius=0.5)', ann, tr)
 
 
 def test_nearby_at_is_monotone_in_distance():
