@@ -267,11 +267,15 @@ def serve_script_cmd(
     script: Annotated[Optional[Path], typer.Argument(help="JSON script (see simpatterns.llm.testing).")] = None,
     port: Annotated[int, typer.Option("--port")] = 8000,
     default: Annotated[Optional[str], typer.Option("--default", help="Reply when the script has none.")] = None,
+    profile: Annotated[Optional[str], typer.Option(
+        "--profile", help="Play a real server's protocol: vllm-0.10, vllm-0.11, vllm, llama-server-old, "
+                          "llama-server, llama-cpp-python, openai, openai-reasoning, proxy.")] = None,
 ) -> None:
     """Serve scripted answers on 127.0.0.1 as an OpenAI-compatible server (demos, tests; no model)."""
     from simpatterns.llm.testing import main
 
-    main(([str(script)] if script else []) + ["--port", str(port)] + (["--default", default] if default else []))
+    main(([str(script)] if script else []) + ["--port", str(port)] + (["--default", default] if default else [])
+         + (["--profile", profile] if profile else []))
 
 
 def register(app: typer.Typer) -> None:
