@@ -98,7 +98,7 @@ def test_synthesis_against_a_llama_cpp_server_is_compact_and_specialised(library
         again = synthesize_reward(A10, replay, library=library, bodies=scene, examples=examples,
                                   config=SynthesisConfig(n=1))
     assert again.text == result.text and again.prompt == "compact"
-    assert read_transcript(log)[0]["server"] == "llama.cpp"
+    assert read_transcript(log)[0]["server"] == "llama-cpp-python"
 
 
 def test_cli_prompt_and_grammar_options(scene, tmp_path):
