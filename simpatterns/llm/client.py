@@ -339,7 +339,8 @@ class LLMClient:
         """Establish that the model takes images before a run that sends them: what the server
         says (llama-server ``/props``, Ollama ``/api/show``, LM Studio), else a two-request probe
         (`OpenAIBackend.probe_vision`, its tokens charged to the budget). `LLMConfigError` (one
-        line) when it does not; a warning when it cannot be told (no usage reported)."""
+        line) when it does not, or when that cannot be established (no usage reported). Backends
+        that cannot be asked (replay, in-process) are trusted."""
         vision = self.backend.vision
         probe = getattr(self.backend, "probe_vision", None)
         if vision is None and probe is not None:
@@ -351,8 +352,9 @@ class LLMClient:
         if vision is False:
             raise LLMConfigError(self.backend.no_vision_message())
         if vision is None and probe is not None:
-            log.warning("could not establish that %s takes images (the server reports no token usage); "
-                        "sending them anyway", self.model)
+            raise LLMConfigError(f"could not establish that the model {self.model} takes images: the server says "
+                                 "nothing about it and reports no prompt tokens for an image; use a server that "
+                                 "does (llama-server /props, vLLM, Ollama) or a text condition")
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False

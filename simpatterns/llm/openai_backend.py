@@ -50,7 +50,14 @@ import openai
 from simpatterns.llm.client import Backend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
 from simpatterns.llm.grammars import GrammarError, as_gbnf
-from simpatterns.llm.request import BYTES_PER_TOKEN_ESTIMATE, MAX_BYTES_PER_TOKEN, ChatRequest, Completion, Usage, has_images
+from simpatterns.llm.request import (
+    BYTES_PER_TOKEN_ESTIMATE,
+    MAX_BYTES_PER_TOKEN,
+    ChatRequest,
+    Completion,
+    Usage,
+    has_images,
+)
 from simpatterns.llm.server import LOCAL, ONE_AT_A_TIME, ServerInfo, is_reasoning_model, probe_server, root_url
 
 log = logging.getLogger(__name__)
@@ -469,8 +476,8 @@ class OpenAIBackend(Backend):
             request = ChatRequest([{"role": "user", "content": [
                 {"type": "text", "text": "What colour is this image? One word."},
                 {"type": "image_url", "image_url": {"url": url}}]}], temperature=0.0, seed=0, max_tokens=1)
-            try:
-                c = self.call(request, timeout_s)
+            try:  # not streamed: some servers (llama-cpp-python) report usage only then
+                c = self._read_sync(request, timeout_s, stream=False)
             except LLMBackendError as exc:
                 if exc.kind == "no_vision":
                     return False, usage
@@ -487,10 +494,12 @@ class OpenAIBackend(Backend):
 
     # ---- one attempt ------------------------------------------------------------
 
-    def _kwargs(self, request: ChatRequest, timeout_s: float | None) -> tuple[dict[str, Any], str | None]:
+    def _kwargs(self, request: ChatRequest, timeout_s: float | None, stream: bool = True
+                ) -> tuple[dict[str, Any], str | None]:
         """The request's keyword arguments and the grammar field it carries (None: no grammar)."""
-        kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages, "n": request.n,
-                                  "stream": True, "stream_options": {"include_usage": True}}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": request.messages, "n": request.n}
+        if stream:
+            kwargs.update(stream=True, stream_options={"include_usage": True})
         kwargs["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
         if not self.reasoning:
             kwargs["temperature"] = request.temperature
@@ -600,10 +609,11 @@ class OpenAIBackend(Backend):
     def _finish(self, reader: _Reader, request: ChatRequest, kwargs: dict[str, Any], where: str | None
                 ) -> Completion:
         c = reader.completion(self.model)
-        sent = {"grammar_field": where, "max_tokens_field": "max_completion_tokens" if self.reasoning else "max_tokens",
-                "omitted": sorted(({"temperature"} if self.reasoning else set()) | (self._dropped & set(_DROPPABLE))
-                                  & ({"temperature", "stop", "seed"})),
-                "streamed": True}
+        asked = {"temperature": True, "stop": bool(request.stop), "seed": request.seed is not None}
+        sent = {"grammar_field": where,
+                "max_tokens_field": "max_completion_tokens" if "max_completion_tokens" in kwargs else "max_tokens",
+                "omitted": [k for k, v in asked.items() if v and k not in kwargs],  # the server would not take them
+                "streamed": bool(kwargs.get("stream"))}
         if reader.cut:
             sent["cut_at_max_tokens"] = True
         c = dataclasses.replace(c, constrained=where is not None and self.server_info.enforces_grammar, sent=sent)
@@ -612,8 +622,8 @@ class OpenAIBackend(Backend):
     def _body_limit(self, request: ChatRequest) -> int:
         return request.n * request.max_tokens * MAX_BYTES_PER_TOKEN + NON_STREAM_SLACK_BYTES
 
-    def _read_sync(self, request: ChatRequest, timeout_s: float | None) -> Completion:
-        kwargs, where = self._kwargs(request, timeout_s)
+    def _read_sync(self, request: ChatRequest, timeout_s: float | None, stream: bool = True) -> Completion:
+        kwargs, where = self._kwargs(request, timeout_s, stream)
         reader = _Reader(request, self.url)
         deadline = time.monotonic() + timeout_s if timeout_s is not None else None
         try:

@@ -146,7 +146,7 @@ def probe_server(fetch: Fetch, base_url: str, models: list[dict[str, Any]], head
         return _llama_cpp(props)
     host = urlsplit(base_url).hostname or ""
     if host.endswith("openai.com") or "openai-organization" in headers or owners & {"openai", "system"}:
-        return ServerInfo("openai")
+        return ServerInfo("openai", vision=True if model and OPENAI_VISION.match(model) else None)
     return ServerInfo("unknown", note=(
         f"the server at {base_url} is not one we recognise (/v1/models owned_by {sorted(owners)}); assumed an "
         "OpenAI-compatible API: no grammar, answers checked against what was asked"))
@@ -208,6 +208,9 @@ def _lmstudio(get: Callable[..., Any], model: str | None) -> ServerInfo:
     return ServerInfo("lmstudio", vision=vision)
 
 
+# OpenAI's models that take images (its documentation's vision guide); others are probed
+OPENAI_VISION = re.compile(r"(gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-4\.5|gpt-5|o1(?!-mini|-preview)|o3(?!-mini)|o4-mini)",
+                           re.IGNORECASE)
 REASONING_MODEL = re.compile(r"(^|/)(o1|o3|o4|gpt-5)(?!-chat)([-.\w]*)$", re.IGNORECASE)
 
 
