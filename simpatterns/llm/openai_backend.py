@@ -210,14 +210,20 @@ class _Reader:
             delta = c.get("delta") or c.get("message") or {}
             piece = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(piece, str) and piece:
-                nbytes = len(piece.encode("utf-8", "replace"))
-                if max(ch.deltas + 1, -(-(ch.nbytes + nbytes) // BYTES_PER_TOKEN_ESTIMATE)) > self.request.max_tokens:
-                    # past max_tokens: the server ignores it; this choice is read no further
+                raw = piece.encode("utf-8", "replace")
+                room = self.request.max_tokens * BYTES_PER_TOKEN_ESTIMATE - ch.nbytes
+                if ch.deltas + 1 > self.request.max_tokens or len(raw) > room:
+                    # past max_tokens: the server ignores it; keep what fits, read this choice no further
+                    kept = raw[:max(room, 0)].decode("utf-8", "ignore") if ch.deltas < self.request.max_tokens else ""
+                    if kept:
+                        ch.text.append(kept)
+                        ch.deltas += 1
+                        ch.nbytes += len(kept.encode("utf-8"))
                     ch.finish, ch.cut, self.cut = "length", True, True
                     continue
                 ch.text.append(piece)
                 ch.deltas += 1
-                ch.nbytes += nbytes
+                ch.nbytes += len(raw)
             if c.get("finish_reason"):
                 ch.finish = str(c["finish_reason"])
         # a choice cut at max_tokens: stop once every choice seen has ended (the usage chunk is not waited for)

@@ -41,7 +41,8 @@ def test_a_server_ignoring_max_tokens_is_read_up_to_max_tokens(serve, fast_retry
     refused = [r for r in results if isinstance(r, LLMBudgetExceeded)]
     assert ok and refused and len(ok) + len(refused) == 16
     for c in ok:
-        assert c.finish_reasons == ["length"] and 0 < c.usage.completion_tokens <= 256
+        # read up to max_tokens (at 4 bytes a token), the last piece cut to fit
+        assert c.finish_reasons == ["length"] and c.usage.completion_tokens == 256 == text_tokens(c.text)
         assert text_tokens(c.text) <= 256 and LONG.startswith(c.text) or c.text.startswith("ok and so on")
     assert budget.used_tokens <= 2_000 + 256
     assert len(server.requests) == len(ok)
@@ -84,3 +85,16 @@ def test_a_cancelled_request_gives_its_reservation_back(serve, fast_retry):
         asyncio.run(go())
         assert client.budget.in_flight == 0 and client.budget.reserved_tokens == 0
         assert client.budget.exhausted is None
+
+
+def test_async_reading_stops_at_max_tokens_too(serve, fast_retry):
+    """The evolver's path (acomplete): 100,000 streamed tokens per answer, 30 requests, 1,000 tokens of budget."""
+    server = serve(default="ok", profile="proxy", runaway_tokens=100_000)
+    with make_client("openai", base_url=server.base_url, retry=fast_retry, concurrency=4,
+                     max_total_tokens=1_000) as client:
+        results = asyncio.run(client.acomplete([req(max_tokens=100) for _ in range(30)], return_exceptions=True))
+        budget = client.budget
+    ok = [r for r in results if not isinstance(r, Exception)]
+    assert ok and all(isinstance(r, LLMBudgetExceeded) for r in results if r not in ok)
+    assert all(c.usage.completion_tokens == 100 and c.finish_reasons == ["length"] for c in ok)
+    assert budget.used_tokens <= 1_000 + 100 and len(server.requests) == len(ok)
