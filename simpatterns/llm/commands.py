@@ -109,18 +109,20 @@ def complete_cmd(
                f"{c.latency_s:.2f} s, finish {','.join(c.finish_reasons)}]", err=True)
 
 
-GRAMMAR_ROUTES = {"vllm": "GBNF in structured_outputs", "llama.cpp": "GBNF in the grammar field",
-                  "local": "GBNF, in-process"}
-
-
-def _grammar_route(kind: str) -> str:
-    route = GRAMMAR_ROUTES.get(kind)
-    return f"yes ({route})" if route else "no (parse + repair only)"
+def _grammar_route(backend) -> str:
+    """Where a grammar goes for this backend, and whether it is known to be applied."""
+    if getattr(backend, "server_kind", None) == "local":
+        return "yes (GBNF, in-process)"
+    field = backend.grammar_field() if hasattr(backend, "grammar_field") else None
+    if field is None:
+        return "no (parse + repair only)"
+    enforced = getattr(backend, "grammar_enforced", False)
+    return f"yes (GBNF in {field})" if enforced else f"sent in {field}, not known to be applied"
 
 
 @llm_app.command("models")
 def models_cmd(base_url: BaseURL = None, api_key: APIKey = None) -> None:
-    """List the models a server offers and whether it is vLLM (grammar-constrained decoding)."""
+    """List the models a server offers, what the server is and where a grammar goes."""
     from simpatterns.llm.openai_backend import OpenAIBackend
 
     try:
@@ -130,7 +132,10 @@ def models_cmd(base_url: BaseURL = None, api_key: APIKey = None) -> None:
         fail(str(exc))
     for m in models:
         typer.echo(f"{m.get('id')}\towned_by={m.get('owned_by')}")
-    typer.echo(f"server: {backend.server_kind}; grammar-constrained decoding: {_grammar_route(backend.server_kind)}")
+    info = backend.server_info
+    typer.echo(f"server: {info.describe()}; grammar-constrained decoding: {_grammar_route(backend)}")
+    if info.note:
+        typer.echo(f"note: {info.note}")
 
 
 DOCTOR_GRAMMAR = 'root ::= "yes" | "no"\n'
@@ -228,13 +233,13 @@ def doctor_cmd(
             raise typer.Exit(1)
         answer = g.text.strip()
         if g.constrained and answer in ("yes", "no"):
-            typer.echo(f"grammar-constrained decoding: works ({GRAMMAR_ROUTES.get(kind, kind)}; "
+            typer.echo(f"grammar-constrained decoding: works ({_grammar_route(client.backend)}; "
                        f"answered {answer!r})")
         elif g.constrained:
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
             raise typer.Exit(1)
         else:
-            typer.echo(f"grammar-constrained decoding: {_grammar_route(kind)}; synthesis relies on repair")
+            typer.echo(f"grammar-constrained decoding: {_grammar_route(client.backend)}; synthesis relies on repair")
 
 
 @llm_app.command("transcript")
