@@ -232,6 +232,9 @@ def doctor_cmd(
             typer.echo(f"grammar-constrained decoding: failed: {exc}")
             raise typer.Exit(1)
         answer = g.text.strip()
+        if (g.sent or {}).get("grammar_violated"):
+            typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
+            raise typer.Exit(1)
         if g.constrained and answer in ("yes", "no"):
             typer.echo(f"grammar-constrained decoding: works ({_grammar_route(client.backend)}; "
                        f"answered {answer!r})")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ import openai
 
 from simpatterns.llm.client import Backend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
-from simpatterns.llm.grammars import GrammarError, as_gbnf
+from simpatterns.llm.grammars import GBNF, GrammarError, as_gbnf
 from simpatterns.llm.request import (
     BYTES_PER_TOKEN_ESTIMATE,
     MAX_BYTES_PER_TOKEN,
@@ -285,6 +286,11 @@ class _Reader:
                           finish_reasons=reasons)
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed_gbnf(gbnf: str) -> GBNF:
+    return GBNF.parse(gbnf)
+
+
 def _apply_stop(c: Completion, stop: list[str] | None) -> Completion:
     """Stop strings applied here too: a server may have ignored them (or been told none)."""
     if not stop:
@@ -348,6 +354,7 @@ class OpenAIBackend(Backend):
         self._reasoning: bool | None = None  # max_completion_tokens, no temperature
         self._dropped: set[str] = set()  # fields the server refused by name
         self._no_vision: str | None = None  # why the model takes no images (said by the server)
+        self._grammar_ignored: str | None = None  # an answer broke the grammar: the server does not apply it
 
     # ---- server facts -----------------------------------------------------------
 
@@ -455,8 +462,8 @@ class OpenAIBackend(Backend):
 
     @property
     def grammar_enforced(self) -> bool:
-        """A grammar sent now is known to be applied."""
-        return self.grammar_field() is not None and self.server_info.enforces_grammar
+        """A grammar sent now is known to be applied (and no answer has broken one)."""
+        return self.grammar_field() is not None and self.server_info.enforces_grammar and self._grammar_ignored is None
 
     def disable_grammar(self, reason: str) -> None:
         self._grammar_refused = reason
@@ -622,8 +629,25 @@ class OpenAIBackend(Backend):
                 "streamed": bool(kwargs.get("stream"))}
         if reader.cut:
             sent["cut_at_max_tokens"] = True
-        c = dataclasses.replace(c, constrained=where is not None and self.server_info.enforces_grammar, sent=sent)
-        return _apply_stop(c, list(request.stop) if request.stop else None)
+        c = _apply_stop(c, list(request.stop) if request.stop else None)
+        constrained = where is not None and self.server_info.enforces_grammar and self._grammar_ignored is None
+        if constrained and not self._obeys_grammar(request, c):
+            constrained, sent["grammar_violated"] = False, True
+        return dataclasses.replace(c, constrained=constrained, sent=sent)
+
+    def _obeys_grammar(self, request: ChatRequest, c: Completion) -> bool:
+        """Whether every answer is in the grammar (a prefix of a sentence when cut off or stopped
+        at a stop string). One that is not means the server did not apply it: no answer from this
+        server counts as constrained from then on."""
+        g = _parsed_gbnf(as_gbnf(request.grammar))
+        for text, reason in zip(c.texts, c.finish_reasons):
+            whole = reason not in ("length", "stop") or (reason == "stop" and not request.stop)
+            if not (g.accepts(text) if whole else g.accepts_prefix(text)):
+                self._grammar_ignored = f"an answer outside the grammar: {text[:80]!r}"
+                log.warning("the server at %s did not apply the grammar (%s); its answers are not counted as "
+                            "constrained from now on", self.url, self._grammar_ignored)
+                return False
+        return True
 
     def _body_limit(self, request: ChatRequest) -> int:
         return request.n * request.max_tokens * MAX_BYTES_PER_TOKEN + NON_STREAM_SLACK_BYTES

@@ -84,7 +84,7 @@ def test_doctor_reports_a_grammar_the_server_did_not_enforce(monkeypatch):
     with ScriptedLLMServer(rules=rules, owned_by="me") as server:
         res = CliRunner().invoke(app, ["llm", "doctor", "--llm", "openai", "--base-url", server.base_url])
         assert server.requests[-1]["grammar"] == 'root ::= "yes" | "no"\n'
-    assert res.exit_code == 1 and "server: llama.cpp" in res.output and "concurrency 1" in res.output
+    assert res.exit_code == 1 and "server: llama-cpp-python" in res.output and "concurrency 1" in res.output
     assert "smoke test: ok" in res.output and "sent but NOT enforced (answered 'maybe')" in res.output
 
 

@@ -301,3 +301,20 @@ def test_servers_recognised_by_their_endpoints(serve):
 def test_the_table_names_every_column_value_the_code_can_produce():
     for row in doc_table().values():
         assert re.fullmatch(r"(taken|refused)( \(\d probe requests?\))?", row["images"]), row
+
+
+def test_an_answer_outside_the_grammar_ends_the_constrained_claim(serve, tmp_path):
+    """A server that takes the grammar field but answers outside it did not apply it: that
+    answer and every later one are reported unconstrained (a cut-off answer only has to be a
+    prefix of a sentence)."""
+    server = serve(Reply.truncated("AND(abc", 7), "AND(x)", "I think AND(x)", "AND(y)", profile="llama-server")
+    log = tmp_path / "t.jsonl"
+    with make_client("openai", base_url=server.base_url, transcript=log) as client:
+        cut = client.complete_one(req(grammar=GRAMMAR))
+        good = client.complete_one(req("b", grammar=GRAMMAR))
+        bad = client.complete_one(req("c", grammar=GRAMMAR))
+        later = client.complete_one(req("d", grammar=GRAMMAR))
+    assert cut.constrained and good.constrained and cut.finish_reasons == ["length"]
+    assert not bad.constrained and bad.sent["grammar_violated"] and not later.constrained
+    assert "grammar" in server.requests[3]  # still sent: it may help, but nothing is claimed
+    assert [r["constrained"] for r in read_transcript(log)] == [True, True, False, False]
