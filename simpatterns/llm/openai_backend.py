@@ -345,7 +345,7 @@ class OpenAIBackend(Backend):
         self._async: openai.AsyncOpenAI | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._async_guard: asyncio.Task | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # server_info holds it while server_models takes it
         self._server_models: list[dict[str, Any]] | None = None
         self._models_headers: dict[str, str] = {}
         self._info: ServerInfo | None = None
@@ -414,6 +414,10 @@ class OpenAIBackend(Backend):
     @property
     def server_info(self) -> ServerInfo:
         """What the server is (`probe_server`), asked once; ``unknown`` when it cannot be asked."""
+        with self._lock:
+            return self._probe_once()
+
+    def _probe_once(self) -> ServerInfo:
         if self._info is None:
             try:
                 models = self.server_models()
