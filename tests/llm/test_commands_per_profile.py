@@ -271,3 +271,23 @@ def test_agent_eval_language_model_agent(serve, tmp_path, agent_menu, name):
                                    "--agents", "llm", "--choice-grammar", *llm_flags(server)])
     assert res.exit_code == 0, res.output
     check_exchange(server, transcript(run / "transcript.jsonl"), grammar=True)
+
+
+_STREAM = "the client reads whole answers: a server that ignores max_tokens runs the job over its budget"
+
+
+@pytest.mark.parametrize("name", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_STREAM), id=p)
+                                  for p in ("vllm", "llama-cpp-python", "proxy")])
+def test_a_server_that_ignores_max_tokens_cannot_overrun_the_budget(serve, tmp_path, name):
+    # every answer is 100,000 tokens of prose, whatever max_tokens says; the proxy reports no usage
+    server = serve(name, default="I am not sure", runaway_tokens=100_000)
+    log = tmp_path / "t.jsonl"
+    budget, per_answer = 20_000, 1_000
+    CliRunner().invoke(app, ["reward", "compile", GOAL, "--scene", "00000:0", "-n", "1", "-k", "40",
+                             "--max-tokens", str(per_answer), "--max-total-tokens", str(budget), "--record", str(log),
+                             "--out", str(tmp_path / "goal.rwd"), *llm_flags(server)])
+    records = transcript(log)
+    assert records and all(s.stream for s in server.log)
+    used = sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in records)
+    assert used <= budget + per_answer
+    assert all(r["usage"]["completion_tokens"] <= per_answer for r in records)
