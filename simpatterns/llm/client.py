@@ -339,8 +339,10 @@ class LLMClient:
         """Establish that the model takes images before a run that sends them: what the server
         says (llama-server ``/props``, Ollama ``/api/show``, LM Studio), else a two-request probe
         (`OpenAIBackend.probe_vision`, its tokens charged to the budget). `LLMConfigError` (one
-        line) when it does not, or when that cannot be established (no usage reported). Backends
-        that cannot be asked (replay, in-process) are trusted."""
+        line) when it does not, or when that cannot be established on a server known to pass
+        images to the model as text without saying so (llama-cpp-python); elsewhere an
+        unestablished answer is a warning. Backends that cannot be asked (replay, in-process)
+        are trusted."""
         vision = self.backend.vision
         probe = getattr(self.backend, "probe_vision", None)
         if vision is None and probe is not None:
@@ -352,9 +354,12 @@ class LLMClient:
         if vision is False:
             raise LLMConfigError(self.backend.no_vision_message())
         if vision is None and probe is not None:
-            raise LLMConfigError(f"could not establish that the model {self.model} takes images: the server says "
-                                 "nothing about it and reports no prompt tokens for an image; use a server that "
-                                 "does (llama-server /props, vLLM, Ollama) or a text condition")
+            why = (f"could not establish that the model {self.model} takes images: the server says nothing about "
+                   "it and reports no prompt tokens for an image")
+            if getattr(self.backend, "images_may_pass_as_text", False):
+                raise LLMConfigError(f"{why}, and without an image handler it passes them to the model as text; "
+                                     "use a server that says (llama-server /props, vLLM, Ollama) or a text condition")
+            log.warning("%s; sending them anyway", why)
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False

@@ -85,6 +85,7 @@ _N_REFUSED = re.compile(r"only one completion choice|(['\"`]|\b)n(['\"`]|\b)\s*(
 _DROPPABLE = ("temperature", "stop", "seed", "stream_options", "cache_prompt")
 NON_STREAM_SLACK_BYTES = 65536
 PROBE_MAX_BYTES = 1 << 20  # a probe's answer is small; more is not read
+VISION_PROBE_TEXT = "What colour is this image? One word."  # the capability probe's question
 VISION_PROBE_PAD = 1200  # bytes of text chunk: >= 1600 base64 characters, hundreds of tokens as text
 
 
@@ -479,6 +480,11 @@ class OpenAIBackend(Backend):
             return False
         return self.server_info.vision
 
+    @property
+    def images_may_pass_as_text(self) -> bool:
+        """llama-cpp-python's server without a multimodal chat handler templates image parts as text."""
+        return self.server_kind == "llama-cpp-python"
+
     def no_vision(self, reason: str) -> None:
         self._no_vision = reason
 
@@ -491,7 +497,7 @@ class OpenAIBackend(Backend):
         for pad in (0, VISION_PROBE_PAD):
             url = "data:image/png;base64," + base64.b64encode(_one_pixel_png(pad)).decode()
             request = ChatRequest([{"role": "user", "content": [
-                {"type": "text", "text": "What colour is this image? One word."},
+                {"type": "text", "text": VISION_PROBE_TEXT},
                 {"type": "image_url", "image_url": {"url": url}}]}], temperature=0.0, seed=0, max_tokens=1)
             try:  # not streamed: some servers (llama-cpp-python) report usage only then
                 c = self._read_sync(request, timeout_s, stream=False)
