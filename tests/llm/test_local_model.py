@@ -112,6 +112,13 @@ def test_seeded_generation_is_deterministic(client):
 
 @pytest.mark.local_llm
 @local_llm
+def test_the_in_process_model_takes_no_images(client):
+    with pytest.raises(LLMConfigError, match=f"in-process model {MODEL} does not take images"):
+        client.require_images()
+
+
+@pytest.mark.local_llm
+@local_llm
 def test_grammar_is_enforced_and_an_invalid_one_is_refused(client):
     from simpatterns.dsl.constrained import decoding_grammar
     from simpatterns.llm.grammars import GBNF

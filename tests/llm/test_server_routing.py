@@ -325,3 +325,4 @@ def test_an_answer_outside_the_grammar_ends_the_constrained_claim(serve, tmp_pat
     assert not bad.constrained and bad.sent["grammar_violated"] and not later.constrained
     assert "grammar" in server.requests[3]  # still sent: it may help, but nothing is claimed
     assert [r["constrained"] for r in read_transcript(log)] == [True, True, False, False]
+
