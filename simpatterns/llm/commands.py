@@ -109,15 +109,21 @@ def complete_cmd(
                f"{c.latency_s:.2f} s, finish {','.join(c.finish_reasons)}]", err=True)
 
 
-def _grammar_route(backend) -> str:
-    """Where a grammar goes for this backend, and whether it is known to be applied."""
+def _grammar_where(backend) -> str | None:
+    """Where a grammar goes for this backend (None: nowhere)."""
     if getattr(backend, "server_kind", None) == "local":
-        return "yes (GBNF, in-process)"
+        return "GBNF, in-process"
     field = backend.grammar_field() if hasattr(backend, "grammar_field") else None
-    if field is None:
+    return f"GBNF in {field}" if field else None
+
+
+def _grammar_route(backend) -> str:
+    """Where a grammar goes, and whether it is known to be applied."""
+    where = _grammar_where(backend)
+    if where is None:
         return "no (parse + repair only)"
-    enforced = getattr(backend, "grammar_enforced", False)
-    return f"yes (GBNF in {field})" if enforced else f"sent in {field}, not known to be applied"
+    known = getattr(backend, "grammar_enforced", True)
+    return f"yes ({where})" if known else f"{where.replace('GBNF in', 'sent in')}, not known to be applied"
 
 
 @llm_app.command("models")
@@ -236,7 +242,7 @@ def doctor_cmd(
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
             raise typer.Exit(1)
         if g.constrained and answer in ("yes", "no"):
-            typer.echo(f"grammar-constrained decoding: works ({_grammar_route(client.backend)}; "
+            typer.echo(f"grammar-constrained decoding: works ({_grammar_where(client.backend)}; "
                        f"answered {answer!r})")
         elif g.constrained:
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
