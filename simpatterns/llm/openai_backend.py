@@ -82,7 +82,7 @@ _N_REFUSED = re.compile(r"only one completion choice|(['\"`]|\b)n(['\"`]|\b)\s*(
                         r"is not supported|not supported|only|= ?1)|\bparameter n\b|\bn > 1\b|\bn=\d+ is",
                         re.IGNORECASE)
 # fields a server may refuse by name and what we do without them
-_DROPPABLE = ("temperature", "stop", "seed", "stream_options", "cache_prompt")
+_DROPPABLE = ("temperature", "stop", "seed", "stream_options", "cache_prompt", "stream")
 NON_STREAM_SLACK_BYTES = 65536
 PROBE_MAX_BYTES = 1 << 20  # a probe's answer is small; more is not read
 VISION_PROBE_TEXT = "What colour is this image? One word."  # the capability probe's question
@@ -543,6 +543,8 @@ class OpenAIBackend(Backend):
         for name in self._dropped:
             kwargs.pop(name, None)
             extra.pop(name, None)
+        if "stream" in self._dropped:  # answers then come whole (read bounded, see _read_sync)
+            kwargs.pop("stream_options", None)
         if extra:
             kwargs["extra_body"] = extra
         if timeout_s is not None:

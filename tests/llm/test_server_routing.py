@@ -326,3 +326,15 @@ def test_an_answer_outside_the_grammar_ends_the_constrained_claim(serve, tmp_pat
     assert "grammar" in server.requests[3]  # still sent: it may help, but nothing is claimed
     assert [r["constrained"] for r in read_transcript(log)] == [True, True, False, False]
 
+
+
+def test_a_server_that_refuses_streaming_gets_whole_answers_read_bounded(serve, fast_retry):
+    refuse = Rule(match=lambda b: bool(b.get("stream")),
+                  replies=[Reply(status=400, error="Unsupported parameter: 'stream' is not supported here")])
+    server = serve(default="word " * 5000, rules=[refuse], owned_by="custom")
+    with make_client("openai", base_url=server.base_url, model="m", retry=fast_retry) as client:
+        a = client.complete_one(req(max_tokens=100))
+        b = client.complete_one(req("again", max_tokens=100))
+    assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
+    for c in (a, b):  # the server ignored max_tokens: the answer is cut to what it allows
+        assert c.finish_reasons == ["length"] and c.usage.completion_tokens == 100 and not c.sent["streamed"]
