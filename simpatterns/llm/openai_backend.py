@@ -87,16 +87,19 @@ NON_STREAM_SLACK_BYTES = 65536
 PROBE_MAX_BYTES = 1 << 20  # a probe's answer is small; more is not read
 VISION_PROBE_TEXT = "What colour is this image? One word."  # the capability probe's question
 VISION_PROBE_PAD = 1200  # bytes of text chunk: >= 1600 base64 characters, hundreds of tokens as text
+VISION_PROBE_SIDE = 64
 
 
-def _one_pixel_png(pad: int) -> bytes:
-    """A 1x1 white PNG with a ``pad``-byte text chunk of pseudo-random letters (no compressible run)."""
+def _blank_png(pad: int, side: int = VISION_PROBE_SIDE) -> bytes:
+    """A white ``side`` x ``side`` PNG with a ``pad``-byte text chunk of pseudo-random letters (no
+    compressible run). Big enough for every vision processor (Qwen-VL's patches are 28-32 pixels)."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     letters = random.Random(pad).choices(string.ascii_letters, k=pad)
     text = chunk(b"tEXt", b"Comment\x00" + "".join(letters).encode()) if pad else b""
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) + text
-            + chunk(b"IDAT", zlib.compress(b"\x00\xff\xff\xff")) + chunk(b"IEND", b""))
+    rows = (b"\x00" + b"\xff" * 3 * side) * side  # filter byte 0, then RGB white
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) + text
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def _env(names: tuple[str, ...]) -> str | None:
@@ -489,13 +492,13 @@ class OpenAIBackend(Backend):
         self._no_vision = reason
 
     def probe_vision(self, timeout_s: float | None) -> tuple[bool | None, Usage]:
-        """Ask the model about two one-pixel images that differ only in a text chunk's size: a model
+        """Ask the model about two blank images that differ only in a text chunk's size: a model
         that sees images counts the same pixels the same; one that gets the data URLs as text (a
         chat template without an image handler) counts the bigger URL as many more prompt tokens;
         an error about images means no vision. None: the server reports no usage."""
         usage, prompts = Usage(), []
         for pad in (0, VISION_PROBE_PAD):
-            url = "data:image/png;base64," + base64.b64encode(_one_pixel_png(pad)).decode()
+            url = "data:image/png;base64," + base64.b64encode(_blank_png(pad)).decode()
             request = ChatRequest([{"role": "user", "content": [
                 {"type": "text", "text": VISION_PROBE_TEXT},
                 {"type": "image_url", "image_url": {"url": url}}]}], temperature=0.0, seed=0, max_tokens=1)

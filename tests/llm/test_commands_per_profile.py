@@ -236,7 +236,7 @@ def test_qa_eval_every_condition(serve, tmp_path, qa_data, name):
     res = CliRunner().invoke(app, ["qa", "eval", str(qa_data), "--out", str(tmp_path / "frames"), "--conditions",
                                    ",".join(frames), "--max-images", "2", "--image-size", "32", "-q",
                                    *llm_flags(server)])
-    # the client's capability probe (one-pixel images, `require_images`) may come before the refusal
+    # the client's capability probe (blank images, `require_images`) may come before the refusal
     probe = [json.dumps(b["messages"]).find(VISION_PROBE_TEXT) >= 0 for b in server.requests[before:]]
     with_images = [s for s, p in zip(server.log[before:], probe) if s.images and not p]
     if server.vision:
