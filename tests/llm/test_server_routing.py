@@ -13,7 +13,7 @@ import pytest
 
 from simpatterns.llm import ChatRequest, LLMBackendError, LLMConfigError, make_client, read_transcript
 from simpatterns.llm.openai_backend import GRAMMAR_FIELDS, grammar_refusal, refused_param
-from simpatterns.llm.server import is_reasoning_model, parse_version
+from simpatterns.llm.server import ServerInfo, is_reasoning_model, parse_version
 from simpatterns.llm.testing import PROFILES, Reply, Rule
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
@@ -248,9 +248,14 @@ def test_a_vision_model_is_taken(serve):
     assert c.text == "red" and server.log[-1].images_seen and len(server.requests) == 1
 
 
-def test_versions_parse():
+def test_versions_parse_and_route():
     assert parse_version("0.10.2") == (0, 10, 2) and parse_version("v0.12.0+cu128") == (0, 12, 0)
     assert parse_version("0.11.0rc1") == (0, 11, 0) and parse_version("main") is None
+    route = {v: (ServerInfo("vllm", version=v).grammar_field, ServerInfo("vllm", version=v).enforces_grammar)
+             for v in ("0.6.3", "0.10.2", "0.11.0", "0.12.0", "0.1.dev9+g1a2b3c", None)}
+    assert route == {"0.6.3": ("guided_grammar", True), "0.10.2": ("guided_grammar", True),
+                     "0.11.0": ("structured_outputs", True), "0.12.0": ("structured_outputs", True),
+                     "0.1.dev9+g1a2b3c": ("structured_outputs", False), None: ("structured_outputs", False)}
 
 
 def test_servers_recognised_by_their_endpoints(serve):
