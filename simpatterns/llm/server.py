@@ -171,9 +171,9 @@ def _vllm(get: Callable[..., Any]) -> ServerInfo:
 
 
 def _llama_cpp(props: Any, via: str | None = None) -> ServerInfo:
-    if not _llama_server_props(props):
-        return ServerInfo("unknown", via=via, note="says it is llama.cpp but /props did not answer like "
-                                                   "llama-server: no grammar sent")
+    if not _llama_server_props(props):  # owned_by "llamacpp" is llama-server's own; every build applies `grammar`
+        return ServerInfo("llama.cpp", via=via, note="llama-server did not answer /props: its build and whether "
+                                                     "the model takes images are not known")
     return ServerInfo("llama.cpp", version=str(props.get("build_info") or "") or None,
                       vision=_vision_from_props(props), via=via)
 

@@ -343,3 +343,12 @@ def test_a_server_that_refuses_streaming_gets_whole_answers_read_bounded(serve, 
     assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
     for c in (a, b):  # the server ignored max_tokens: the answer is cut to what it allows
         assert c.finish_reasons == ["length"] and c.usage.completion_tokens == 100 and not c.sent["streamed"]
+
+
+def test_llama_server_without_props_still_gets_its_grammar(serve):
+    server = serve(default="AND(x)", owned_by="llamacpp")  # no /props: only owned_by says what it is
+    with make_client("openai", base_url=server.base_url) as client:
+        c = client.complete_one(req(grammar=GRAMMAR, seed=1))
+        info = client.backend.server_info
+    assert info.kind == "llama.cpp" and info.vision is None and "did not answer /props" in info.note
+    assert server.requests[0]["grammar"] and server.requests[0]["cache_prompt"] is False and c.constrained
