@@ -6,6 +6,7 @@ scripted servers received and what they say they applied.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -352,3 +353,13 @@ def test_llama_server_without_props_still_gets_its_grammar(serve):
         info = client.backend.server_info
     assert info.kind == "llama.cpp" and info.vision is None and "did not answer /props" in info.note
     assert server.requests[0]["grammar"] and server.requests[0]["cache_prompt"] is False and c.constrained
+
+
+def test_server_sent_events_under_a_json_content_type_are_read_as_events(serve):
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "AND(x)"}, "finish_reason": "stop"}]}
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+    server = serve(default=Reply(body=body), owned_by="custom")  # content type application/json
+    with make_client("openai", base_url=server.base_url, model="m") as client:
+        c = client.complete_one(req())
+    assert c.text == "AND(x)" and c.finish_reasons == ["stop"]
