@@ -15,13 +15,27 @@ repeating); otherwise the next reply of the sequence; otherwise
 ``default``; otherwise HTTP 400 "no scripted reply". A `Reply` can be an
 HTTP error, a delay, a raw (malformed) body, several choices, or a
 truncated answer (``finish_reason="length"``). Every request body received
-is kept in ``server.requests``.
+is kept in ``server.requests``. ``stream: true`` is answered with SSE
+chunks (``data: {...}`` lines, then ``data: [DONE]``).
+
+**Profiles** (``ScriptedLLMServer(profile="vllm-0.10")``, names in
+`PROFILES`) play a real server's protocol while the script still decides
+the text: its ``/v1/models`` ``owned_by`` and other GET endpoints
+(``/version``, ``/props``...), which request fields it applies, ignores with
+200 or rejects (with that server's status and error text), what it does with
+``n``, images, ``max_tokens``, usage and streaming. Each chat request gets an
+entry in ``server.log`` (`Served`) saying what the server applied, e.g.
+whether it enforced the grammar, so a test can hold the client's
+``constrained`` claim against it. ``runaway_tokens=N`` makes any server
+ignore ``max_tokens`` and answer N tokens. Without a profile the server
+behaves as before profiles existed (everything accepted, ``n`` honoured, no
+truncation).
 
 Command line (for demos): ``python -m simpatterns.llm.testing SCRIPT.json
-[--port 8000]``, or ``simpatterns llm serve-script``; the script file is
-``{"replies": [...], "rules": [{"contains": ..., "replies": [...]}],
-"default": {...}, "model": ..., "owned_by": ...}`` with replies as objects
-of `Reply`'s fields.
+[--port 8000] [--profile NAME]``, or ``simpatterns llm serve-script``; the
+script file is ``{"replies": [...], "rules": [{"contains": ..., "replies":
+[...]}], "default": {...}, "model": ..., "owned_by": ..., "profile": ...}``
+with replies as objects of `Reply`'s fields.
 """
 
 from __future__ import annotations
@@ -96,6 +110,247 @@ def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+# ---- server profiles ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Refusal:
+    """An error answer as a real server words it."""
+
+    status: int
+    message: str
+    param: str | None = None
+    code: Any = ...  # ``...``: the status
+
+
+# fields every profile reads; anything else is profile-specific
+_COMMON_FIELDS = frozenset({"model", "messages", "temperature", "top_p", "seed", "stop", "stream",
+                            "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
+                            "user", "response_format", "tools", "tool_choice"})
+# OpenAI's chat-completions parameters: the API refuses any other top-level field
+OPENAI_CHAT_FIELDS = _COMMON_FIELDS | frozenset({
+    "n", "max_tokens", "max_completion_tokens", "stream_options", "parallel_tool_calls", "reasoning_effort",
+    "service_tier", "store", "metadata", "modalities", "audio", "prediction", "verbosity", "web_search_options",
+    "safety_identifier", "prompt_cache_key", "functions", "function_call"})
+_VLLM_FIELDS = frozenset({"n", "max_tokens", "max_completion_tokens", "stream_options", "top_k", "min_p",
+                          "repetition_penalty", "min_tokens", "ignore_eos", "skip_special_tokens",
+                          "chat_template_kwargs", "add_generation_prompt", "priority"})
+_VLLM_GUIDED = frozenset({"guided_grammar", "guided_json", "guided_regex", "guided_choice",
+                          "guided_decoding_backend"})
+_LLAMA_SERVER_FIELDS = frozenset({"n_predict", "max_tokens", "grammar", "json_schema", "cache_prompt", "top_k",
+                                  "min_p", "repeat_penalty", "n_probs", "id_slot", "samplers", "stream_options"})
+_LLAMA_CPP_PYTHON_FIELDS = frozenset({"max_tokens", "min_tokens", "grammar", "top_k", "min_p", "repeat_penalty",
+                                      "mirostat_mode", "mirostat_tau", "mirostat_eta", "logit_bias_type",
+                                      "functions", "function_call"})
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one real server treats a chat request (protocol only; the script decides text).
+
+    ``fields``: request fields it reads; others are ignored with 200 (and
+    listed in `Served.ignored`), or refused when ``strict`` (OpenAI).
+    ``grammar_fields``: the fields whose grammar it enforces. ``n``: ``all``
+    (n choices), ``one`` (``n`` ignored: one choice) or ``refuse``
+    (``n_refusal``). Images: seen with ``vision``; else ``image_refusal``, or
+    without one they pass through the chat template as text, unseen.
+    ``grammar_invalid`` None: an invalid grammar kills the server (the
+    connection drops). ``reasoning``: refuses ``max_tokens`` and a
+    temperature other than 1, spends ``reasoning_tokens`` hidden tokens of
+    the limit first. ``stream_usage``: ``option`` (a usage chunk when
+    ``stream_options.include_usage``), ``last`` (usage in the last chunk
+    always) or ``never``. ``error_style``: ``openai`` (``{"error": {...}}``)
+    or ``vllm-0.10`` (``{"object": "error", "message": ...}``).
+    """
+
+    name: str
+    summary: str
+    owned_by: str
+    model: str
+    fields: frozenset[str]
+    grammar_fields: tuple[str, ...] = ()
+    strict: bool = False
+    other_models: tuple[str, ...] = ()
+    model_entry: dict[str, Any] = field(default_factory=dict)
+    get: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    n: str = "all"
+    n_refusal: Refusal | None = None
+    vision: bool = False
+    image_refusal: Refusal | None = None
+    grammar_invalid: Refusal | None = None
+    reasoning: bool = False
+    reasoning_tokens: int = 0
+    max_tokens_fields: tuple[str, ...] = ("max_tokens",)
+    usage: bool = True
+    stream_usage: str = "option"
+    stream_options_refusal: Refusal | None = None
+    error_style: str = "openai"
+    cache_prompt_field: bool = False
+
+
+def _vllm(version: str, grammar_fields: tuple[str, ...], extra: frozenset[str], error_style: str) -> Profile:
+    model = "Qwen/Qwen2.5-7B-Instruct"
+    return Profile(
+        name=f"vllm-{version.rsplit('.', 1)[0]}" if version < "0.12" else "vllm",
+        summary=f"vLLM {version} (`vllm serve`, a text-only model)",
+        owned_by="vllm", model=model, fields=_COMMON_FIELDS | _VLLM_FIELDS | extra, grammar_fields=grammar_fields,
+        model_entry={"root": model, "parent": None, "max_model_len": 32768,
+                     "permission": [{"object": "model_permission", "allow_sampling": True}]},
+        get={"/version": {"version": version}, "/health": None},
+        # vllm/multimodal: a text-only model takes no image item
+        image_refusal=Refusal(400, "At most 0 image(s) may be provided in one prompt."),
+        grammar_invalid=Refusal(400, "Invalid grammar specification."),
+        stream_options_refusal=Refusal(400, "Stream options can only be defined when `stream=True`."),
+        error_style=error_style,
+    )
+
+
+def _llama_server(old: bool) -> Profile:
+    model = "qwen2.5-1.5b-instruct-q4_k_m.gguf"
+    props: dict[str, Any] = {
+        "default_generation_settings": {"n_ctx": 4096, "params": {"n_predict": -1, "temperature": 0.8,
+                                                                   "cache_prompt": True}},
+        "total_slots": 1 if old else 4,
+        "chat_template": "{% for message in messages %}<|im_start|>{{ message.role }}\n"
+                         "{{ message.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n",
+        "build_info": "b4719-2eb4d1f" if old else "b7100-a1b2c3d",
+    }
+    if not old:
+        props["modalities"] = {"vision": False, "audio": False}
+    return Profile(
+        name="llama-server-old" if old else "llama-server",
+        summary=("llama.cpp `llama-server` before multimodal support (early 2025 builds)" if old
+                 else "llama.cpp `llama-server`, current build, no `--mmproj`"),
+        owned_by="llamacpp", model=model,
+        fields=_COMMON_FIELDS | _LLAMA_SERVER_FIELDS | (frozenset() if old else {"n", "max_completion_tokens"}),
+        grammar_fields=("grammar",),
+        model_entry={"meta": {"vocab_type": 2, "n_vocab": 151936, "n_ctx_train": 32768, "n_params": 1543714304}},
+        get={"/props": props, "/health": {"status": "ok"}},
+        # old builds threw from the request parser: httplib's handler answers 500
+        n="refuse" if old else "all",
+        n_refusal=Refusal(500, "Only one completion choice is allowed") if old else None,
+        image_refusal=(Refusal(500, "image input is not supported by this server") if old else
+                       Refusal(400, "image input is not supported - hint: if this is unexpected, "
+                                    "you may need to provide the mmproj")),
+        grammar_invalid=Refusal(400, "Failed to parse grammar" if old
+                                else "Failed to initialize samplers: failed to parse grammar"),
+        max_tokens_fields=("n_predict", "max_tokens") if old else ("n_predict", "max_tokens", "max_completion_tokens"),
+        stream_usage="last" if old else "option",
+        cache_prompt_field=True,
+    )
+
+
+_OPENAI_STREAM_OPTIONS = Refusal(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                                 param="stream_options", code="invalid_value")
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    _vllm("0.10.2", ("guided_grammar",), _VLLM_GUIDED, "vllm-0.10"),
+    # 0.11 added structured_outputs and still maps the deprecated guided_* fields onto it
+    _vllm("0.11.0", ("structured_outputs", "guided_grammar"), _VLLM_GUIDED | {"structured_outputs"}, "openai"),
+    # 0.12 removed guided_*: they are extra fields now, logged and ignored
+    _vllm("0.12.0", ("structured_outputs",), frozenset({"structured_outputs"}), "openai"),
+    _llama_server(old=True),
+    _llama_server(old=False),
+    Profile(
+        name="llama-cpp-python", summary="`python -m llama_cpp.server` (llama-cpp-python), no chat handler for images",
+        owned_by="me", model="models/qwen2.5-1.5b-instruct-q4_k_m.gguf", fields=_COMMON_FIELDS | _LLAMA_CPP_PYTHON_FIELDS,
+        grammar_fields=("grammar",), model_entry={"permissions": []},
+        n="one",  # parsed, then excluded from the call
+        stream_usage="never",
+    ),
+    Profile(
+        name="openai", summary="OpenAI API, a chat model", owned_by="system", model="gpt-4o-mini",
+        other_models=("gpt-4.1-mini", "gpt-5-mini", "o4-mini"), fields=OPENAI_CHAT_FIELDS, strict=True,
+        headers={"openai-organization": "org-scripted", "openai-processing-ms": "1"}, vision=True,
+        stream_options_refusal=_OPENAI_STREAM_OPTIONS,
+    ),
+    Profile(
+        name="openai-reasoning", summary="OpenAI API, a reasoning model (o-series, GPT-5)", owned_by="system",
+        model="gpt-5-mini", other_models=("gpt-4o-mini", "o4-mini"), fields=OPENAI_CHAT_FIELDS, strict=True,
+        headers={"openai-organization": "org-scripted", "openai-processing-ms": "1"}, vision=True,
+        reasoning=True, reasoning_tokens=32, max_tokens_fields=("max_completion_tokens",),
+        stream_options_refusal=_OPENAI_STREAM_OPTIONS,
+    ),
+    Profile(
+        name="proxy", summary="an unknown OpenAI-compatible proxy: ignores unknown fields and `n`, reports no usage",
+        owned_by="custom", model="team/chat-model", fields=_COMMON_FIELDS | {"max_tokens"}, n="one", vision=True,
+        usage=False, stream_usage="never",
+    ),
+)}
+
+
+@dataclass
+class Served:
+    """What a profiled server did with one chat request (``server.log``)."""
+
+    status: int
+    grammar_field: str | None = None  # the field whose grammar was enforced
+    ignored: list[str] = field(default_factory=list)  # fields sent but ignored with 200
+    n_requested: int = 1
+    n_returned: int = 0
+    max_tokens: int | None = None  # the limit applied (None: none)
+    completion_tokens: int = 0  # generated, hidden reasoning included
+    images: int = 0
+    images_seen: bool = False
+    stream: bool = False
+    stream_complete: bool | None = None  # False: the client hung up first
+    cache_prompt: bool | None = None  # llama-server's prompt cache for this request
+    error: str | None = None
+
+    @property
+    def grammar_applied(self) -> bool:
+        return self.grammar_field is not None
+
+
+def _image_parts(messages: list[Any]) -> int:
+    return sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
+
+
+def _grammar_text(name: str, value: Any) -> str | None:
+    if name == "structured_outputs":
+        return value.get("grammar") if isinstance(value, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _grammar_ok(text: str) -> bool:
+    from simpatterns.llm.grammars import GBNF, GrammarError
+
+    try:
+        GBNF.parse(text)
+    except GrammarError:
+        return False
+    return True
+
+
+
+_CRASH = object()  # `_protocol`'s answer when the real server would die on the request
+
+
+def _stream_events(cid: str, created: int, model: str, texts: list[str], reasons: list[str],
+                   usage: dict[str, Any] | None, mode: str) -> Any:
+    """Chat-completion chunks as the servers send them: a role delta, content deltas,
+    a finish chunk per choice; usage in the last chunk (``mode="last"``) or its own
+    chunk with no choices; then ``[DONE]``."""
+    base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+
+    def chunk(i: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": i, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    for i, (text, reason) in enumerate(zip(texts, reasons)):
+        yield chunk(i, {"role": "assistant", "content": ""}, None)
+        step = max(16, -(-len(text) // 500))  # a few tokens a chunk, at most ~500 chunks a choice
+        for k in range(0, len(text), step):
+            yield chunk(i, {"content": text[k:k + step]}, None)
+        last = chunk(i, {}, reason)
+        if usage is not None and mode == "last" and i == len(texts) - 1:
+            last["usage"] = usage
+        yield last
+    if usage is not None and mode != "last":
+        yield {**base, "choices": [], "usage": usage}
+    yield "[DONE]"
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     server: "_HTTPServer"
@@ -125,9 +380,44 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode("utf-8"), headers=headers)
 
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None,
+               param: str | None = None, code: Any = ...) -> None:
+        profile = self.server.owner.profile
         kind = "invalid_request_error" if status < 500 else "server_error"
-        self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": status}}, headers)
+        if profile is not None and profile.error_style == "vllm-0.10":
+            body: dict[str, Any] = {"object": "error", "message": message, "type": "BadRequestError",
+                                    "param": param, "code": status}
+        else:
+            body = {"error": {"message": message, "type": kind, "param": param,
+                              "code": status if code is ... else code}}
+        self._json(status, body, {**(profile.headers if profile else {}), **(headers or {})})
+
+    def _refuse(self, refusal: Refusal) -> None:
+        self._error(refusal.status, refusal.message, param=refusal.param, code=refusal.code)
+
+    def _stream(self, events: Any, headers: dict[str, str] | None = None,
+                done: Callable[[bool], None] = lambda ok: None) -> None:
+        """SSE in chunked transfer encoding; ``done(True)`` just before the last event
+        goes out (the client may stop reading at it), ``done(False)`` when the client
+        hung up first."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            for event in events:
+                if event == "[DONE]":
+                    done(True)
+                data = f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode("utf-8")
+                self.wfile.write(f"{len(data):x}\r\n".encode("ascii") + data + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            done(False)
 
     def _authorised(self) -> bool:
         key = self.server.owner.api_key
@@ -142,10 +432,23 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         owner = self.server.owner
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
+        profile = owner.profile
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            ids = [owner.model] + [m for m in (profile.other_models if profile else ()) if m != owner.model]
+            entry = profile.model_entry if profile else {}
+            created = {} if profile is not None and profile.owned_by == "me" else {"created": 0}
             self._json(200, {"object": "list", "data": [
-                {"id": owner.model, "object": "model", "created": 0, "owned_by": owner.owned_by}
-            ]})
+                {"id": i, "object": "model", **created, "owned_by": owner.owned_by, **entry} for i in ids
+            ]}, profile.headers if profile else None)
+        elif profile is not None and path in profile.get:
+            body = profile.get[path]
+            if path == "/props" and owner.vision is not None and "modalities" in body:
+                body = {**body, "modalities": {**body["modalities"], "vision": owner.vision}}
+            if body is None:  # vLLM's /health: 200, empty body
+                self._send(200, b"", headers=profile.headers)
+            else:
+                self._json(200, body, profile.headers)
         else:
             self._error(404, f"no route {self.path}")
 
@@ -181,19 +484,31 @@ class ScriptedLLMServer:
         rules: Sequence[Rule] = (),
         default: Reply | str | None = None,
         *,
-        model: str = "scripted-model",
-        owned_by: str = "vllm",
+        model: str | None = None,
+        owned_by: str | None = None,
         api_key: str | None = None,
         refuse_fields: Sequence[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
+        profile: str | Profile | None = None,
+        vision: bool | None = None,
+        runaway_tokens: int | None = None,
     ) -> None:
+        if isinstance(profile, str):
+            if profile not in PROFILES:
+                raise ValueError(f"unknown server profile {profile!r}; known: {', '.join(PROFILES)}")
+            profile = PROFILES[profile]
+        self.profile: Profile | None = profile
         self._queue: deque[Reply] = deque(self._reply(r) for r in replies)
         self.rules: list[Rule] = list(rules)
         self._rule_queues = [deque(r.replies) for r in self.rules]
         self.default = self._reply(default) if default is not None else None
-        self.model = model
-        self.owned_by = owned_by
+        self.model = model or (profile.model if profile else "scripted-model")
+        self.owned_by = owned_by or (profile.owned_by if profile else "vllm")
+        # whether the model takes images (a profile's default unless overridden)
+        self.vision = (profile.vision if vision is None else vision) if profile else vision
+        self.runaway_tokens = runaway_tokens
+        self.log: list[Served] = []
         self.api_key = api_key
         self.refuse_fields = tuple(refuse_fields)
         self.host = host
@@ -208,8 +523,8 @@ class ScriptedLLMServer:
         self._thread: threading.Thread | None = None
 
     @staticmethod
-    def _reply(r: Reply | str) -> Reply:
-        return Reply(content=r) if isinstance(r, str) else r
+    def _reply(r: Reply | str | list[str]) -> Reply:
+        return Reply(content=r) if isinstance(r, (str, list)) else r
 
     # ---- lifecycle ----------------------------------------------------------------
 
@@ -281,38 +596,127 @@ class ScriptedLLMServer:
         if not isinstance(body.get("messages"), list) or not body["messages"]:
             handler._error(400, "'messages' must be a non-empty list")
             return
+        served = Served(status=200, n_requested=int(body.get("n") or 1), stream=bool(body.get("stream")),
+                        images=_image_parts(body["messages"]))
+        if self.profile is not None:  # logged first: filled in before the client can read the answer
+            with self._lock:
+                self.log.append(served)
+        self._serve(handler, body, served)
+
+    def _serve(self, handler: _Handler, body: dict[str, Any], served: Served) -> None:
+        profile = self.profile
+        if profile is not None:
+            refusal = self._protocol(profile, body, served)
+            if refusal is _CRASH:  # the real server dies: the client sees the connection drop
+                served.status, served.error = 0, "connection dropped (invalid grammar)"
+                handler.close_connection = True
+                return
+            if isinstance(refusal, Refusal):
+                served.status, served.error = refusal.status, refusal.message
+                handler._refuse(refusal)
+                return
         reply = self._choose(body)
         if reply is None:
+            served.status, served.error = 400, "script exhausted"
             handler._error(400, "no scripted reply for this request (script exhausted)")
             return
         if reply.delay_s > 0 and self._stop.wait(reply.delay_s):
+            served.status = 503
             handler._error(503, "server shutting down")
             return
         if reply.body is not None:
+            served.status = reply.status
             handler._send(reply.status, reply.body.encode("utf-8"), reply.content_type, reply.headers)
             return
         if reply.status != 200:
+            served.status, served.error = reply.status, reply.error
             handler._error(reply.status, reply.error or f"scripted HTTP {reply.status}", reply.headers)
             return
-        n = int(body.get("n") or 1)
+        n = served.n_requested if profile is None or profile.n == "all" else 1
         contents = reply.content if isinstance(reply.content, list) else [reply.content]
         texts = [contents[i % len(contents)] for i in range(n)]
+        reasons = [reply.finish_reason] * n
+        hidden = profile.reasoning_tokens if profile is not None and profile.reasoning else 0
+        limit = None
+        if self.runaway_tokens:  # a server that ignores max_tokens and keeps talking
+            filler = " and so on" * (self.runaway_tokens * 4 // 10 + 1)
+            texts = [(t + filler)[: self.runaway_tokens * 4] for t in texts]
+            reasons = ["stop"] * n
+        elif profile is not None:
+            limit = next((int(body[f]) for f in profile.max_tokens_fields if body.get(f) is not None), None)
+            if limit is not None:
+                room = max(limit - hidden, 0)
+                for i, t in enumerate(texts):
+                    if _tokens(t) > room:
+                        texts[i], reasons[i] = t[: room * 4], "length"
         prompt = sum(_tokens(m.get("content", "")) for m in body["messages"]
                      if isinstance(m, dict) and isinstance(m.get("content"), str))
-        usage = reply.usage or {"prompt_tokens": prompt, "completion_tokens": sum(_tokens(t) for t in texts)}
+        usage = reply.usage or {"prompt_tokens": prompt,
+                                "completion_tokens": sum(_tokens(t) for t in texts) + hidden * n}
         usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
-        handler._json(200, {
-            "id": f"chatcmpl-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", self.model),
+        if hidden:
+            usage["completion_tokens_details"] = {"reasoning_tokens": hidden * n}
+        served.n_returned, served.max_tokens, served.completion_tokens = n, limit, usage["completion_tokens"]
+        report_usage = profile.usage if profile is not None else True
+        headers = {**(profile.headers if profile else {}), **reply.headers}
+        cid, created, model = f"chatcmpl-{next(self._ids)}", int(time.time()), body.get("model", self.model)
+        if served.stream:
+            mode = profile.stream_usage if profile is not None else "option"
+            options = body.get("stream_options")
+            wants = isinstance(options, dict) and bool(options.get("include_usage"))
+            events = _stream_events(cid, created, model, texts, reasons,
+                                    usage if mode == "last" or (mode == "option" and wants) else None, mode)
+            handler._stream(events, headers, done=lambda ok: setattr(served, "stream_complete", ok))
+            return
+        out: dict[str, Any] = {
+            "id": cid, "object": "chat.completion", "created": created, "model": model,
             "choices": [
                 {"index": i, "message": {"role": "assistant", "content": t},
-                 "finish_reason": reply.finish_reason, "logprobs": None}
-                for i, t in enumerate(texts)
+                 "finish_reason": r, "logprobs": None}
+                for i, (t, r) in enumerate(zip(texts, reasons))
             ],
-            "usage": usage,
-        }, reply.headers)
+        }
+        if report_usage:
+            out["usage"] = usage
+        handler._json(200, out, headers)
+
+    def _protocol(self, profile: Profile, body: dict[str, Any], served: Served) -> Refusal | object | None:
+        """What ``profile`` refuses before generating (None: it generates); fills ``served``."""
+        unknown = sorted(set(body) - profile.fields)
+        if profile.strict and unknown:
+            return Refusal(400, f"Unrecognized request argument supplied: {unknown[0]}", code=None)
+        served.ignored = unknown
+        if profile.reasoning:
+            if "max_tokens" in body:
+                return Refusal(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                    "Use 'max_completion_tokens' instead.", param="max_tokens",
+                               code="unsupported_parameter")
+            t = body.get("temperature")
+            if t is not None and t != 1:
+                return Refusal(400, f"Unsupported value: 'temperature' does not support {t} with this model. "
+                                    "Only the default (1) value is supported.", param="temperature",
+                               code="unsupported_value")
+        if ("stream_options" in body and not body.get("stream") and "stream_options" in profile.fields
+                and profile.stream_options_refusal is not None):
+            return profile.stream_options_refusal
+        if served.n_requested > 1 and profile.n == "refuse":
+            return profile.n_refusal
+        if served.images:
+            if self.vision:
+                served.images_seen = True
+            elif profile.image_refusal is not None:
+                return profile.image_refusal
+        for name in profile.grammar_fields:
+            text = _grammar_text(name, body.get(name))
+            if text is None:
+                continue
+            if not _grammar_ok(text):
+                return profile.grammar_invalid or _CRASH
+            served.grammar_field = name
+            break
+        if profile.cache_prompt_field:
+            served.cache_prompt = bool(body.get("cache_prompt", True))
+        return None
 
     # ---- script files -------------------------------------------------------------
 
@@ -346,10 +750,13 @@ class ScriptedLLMServer:
         default = data.get("default")
         if isinstance(default, dict):
             default = Reply.from_dict(default)
-        for key in ("model", "owned_by"):
+        for key in ("model", "owned_by", "profile"):
             if key in data:
                 kwargs.setdefault(key, data[key])
-        return cls(replies=replies(data.get("replies", []), "replies"), rules=rules, default=default, **kwargs)
+        try:
+            return cls(replies=replies(data.get("replies", []), "replies"), rules=rules, default=default, **kwargs)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -357,13 +764,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("script", nargs="?", help="JSON script; without one every request gets DEFAULT")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--default", default=None, help="reply text when the script has none")
+    ap.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                    help="play this real server's protocol (see PROFILES)")
     args = ap.parse_args(argv)
-    if args.script:
-        server = ScriptedLLMServer.from_script(args.script, port=args.port)
-        if args.default is not None:
-            server.default = Reply(args.default)
-    else:
-        server = ScriptedLLMServer(default=args.default or "OK", port=args.port)
+    options: dict[str, Any] = {"port": args.port}
+    if args.profile is not None:
+        options["profile"] = args.profile
+    try:
+        if args.script:
+            server = ScriptedLLMServer.from_script(args.script, **options)
+            if args.default is not None:
+                server.default = Reply(args.default)
+        else:
+            server = ScriptedLLMServer(default=args.default or "OK", **options)
+    except ValueError as exc:  # a bad script or profile: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     server.start()
     print(server.base_url, flush=True)
     try:
