@@ -78,7 +78,7 @@ Temperature = Annotated[float, typer.Option("--temperature", help="llm sampling 
 MaxTokens = Annotated[int, typer.Option("--max-tokens", help="llm: tokens per answer.")]
 ChoiceGrammar = Annotated[bool, typer.Option(
     "--choice-grammar/--free-answer", help="llm: constrain each answer to one 'CHOICE: <id>' line of the menu "
-    "(grammar-constrained decoding: --grammar auto or on, a backend that takes grammars); for small models.")]
+    "(sent wherever the server takes a grammar; not with --grammar off); for small models.")]
 Cache = Annotated[Optional[Path], typer.Option("--cache", help="Menu cache (default ~/.cache/simpatterns/menus).")]
 Workers = Annotated[int, typer.Option("--workers", "-j", help="Processes for menus and simulated agents.")]
 
@@ -98,7 +98,13 @@ def _config(setup: str, seeds: str, tasks: Optional[str], per_template: Optional
 
 
 def _client_factory(llm, base_url, model, api_key, grammar, timeout, retries, max_requests, max_total_tokens,
-                    opened: list):
+                    opened: list, choice_grammar: bool = False, images: bool = False):
+    """Clients for the runs; ``--choice-grammar`` sends its grammar wherever the server takes one
+    (``--grammar off`` contradicts it), and a run that shows images first establishes that the model
+    takes them."""
+    if choice_grammar and grammar == "off":
+        _fail("--choice-grammar constrains answers with a grammar: it cannot go with --grammar off")
+
     def make(run_dir: Path):
         from simpatterns.agents.runner import TRANSCRIPT_FILE
         from simpatterns.llm.commands import client_from_options
@@ -106,9 +112,19 @@ def _client_factory(llm, base_url, model, api_key, grammar, timeout, retries, ma
         client = client_from_options(llm, base_url, model, api_key, grammar, run_dir / TRANSCRIPT_FILE, timeout,
                                      retries, max_requests, max_total_tokens)
         opened.append(client)
+        if choice_grammar and not client.backend.grammar_enabled:
+            typer.echo(f"note: --choice-grammar: {client.server_kind} takes no grammar here; answers are "
+                       "decoded unconstrained and parsed", err=True)
+        if images:
+            client.require_images()
         return client
 
     return make
+
+
+def _shows_images(scene_view: str, feedback: list[str] | str) -> bool:
+    views = feedback if isinstance(feedback, list) else [feedback]
+    return "image" in scene_view or any("frames" in f for f in views)
 
 
 @agent_app.command("eval")
@@ -142,7 +158,7 @@ def eval_cmd(
     base_url: BaseURL = None,
     model: Model = None,
     api_key: APIKey = None,
-    grammar: Grammar = "off",
+    grammar: Grammar = "auto",
     timeout: Timeout = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
@@ -175,7 +191,8 @@ def eval_cmd(
     try:
         outcome = evaluate(out, config, conditions, workers=workers, cache_dir=cache,
                            client_factory=_client_factory(llm, base_url, model, api_key, grammar, timeout, retries,
-                                                          max_requests, max_total_tokens, opened),
+                                                          max_requests, max_total_tokens, opened, choice_grammar,
+                                                          "llm" in names and _shows_images(scene_view, fbs)),
                            progress=True, log=lambda s: typer.echo(s, err=True))
     except KeyboardInterrupt:
         interrupted(f"finished episodes are in {out}")
@@ -292,7 +309,7 @@ def library_curve_cmd(
     base_url: BaseURL = None,
     model: Model = None,
     api_key: APIKey = None,
-    grammar: Grammar = "off",
+    grammar: Grammar = "auto",
     timeout: Timeout = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
@@ -314,7 +331,7 @@ def library_curve_cmd(
     except ValueError as exc:
         _fail(str(exc))
     make = _client_factory(llm, base_url, model, api_key, grammar, timeout, retries, max_requests, max_total_tokens,
-                           [])
+                           [], choice_grammar, _shows_images(scene_view, feedback))
     curve = _run_study(out, make, lambda client: library_curve(
         config, cond, client, out, size_list, trials, seed, cap=cap, library=lib, cache_dir=cache, workers=workers,
         log=lambda s: typer.echo(s, err=True)))
@@ -352,7 +369,7 @@ def importance_cmd(
     base_url: BaseURL = None,
     model: Model = None,
     api_key: APIKey = None,
-    grammar: Grammar = "off",
+    grammar: Grammar = "auto",
     timeout: Timeout = None,
     retries: Retries = 4,
     max_requests: MaxRequests = None,
@@ -375,7 +392,7 @@ def importance_cmd(
     except ValueError as exc:
         _fail(str(exc))
     make = _client_factory(llm, base_url, model, api_key, grammar, timeout, retries, max_requests, max_total_tokens,
-                           [])
+                           [], choice_grammar, _shows_images(scene_view, feedback))
     imp = _run_study(out, make, lambda client: importance(
         config, cond, client, out, held, repeats, cap=cap, library=lib, cache_dir=cache, workers=workers,
         log=lambda s: typer.echo(s, err=True)))

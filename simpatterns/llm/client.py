@@ -43,10 +43,12 @@ from typing import Any, Sequence
 from simpatterns.llm.errors import (
     LLMBackendError,
     LLMBudgetExceeded,
+    LLMConfigError,
     LLMError,
     LLMRetriesExhausted,
 )
 from simpatterns.llm.request import ChatRequest, Completion, Usage, counted_usage
+from simpatterns.llm.server import LOCAL
 from simpatterns.llm.transcript import TranscriptWriter
 
 log = logging.getLogger(__name__)
@@ -71,14 +73,23 @@ class Backend:
 
     @property
     def server_kind(self) -> str:
-        """What answers: ``vllm``, ``llama.cpp`` (a server), ``local`` (in-process llama.cpp),
-        ``hosted`` (any other OpenAI-compatible API) or ``unknown``."""
+        """What answers: one of `simpatterns.llm.server.KINDS` for a server (``vllm``,
+        ``llama.cpp``, ``ollama``, ``openai``, ``unknown``...), ``local`` (in-process llama.cpp)
+        or ``vllm`` (in-process)."""
         return "unknown"
 
     @property
     def prefers_compact_prompts(self) -> bool:
         """Small local models: short prompts (see `resolve_prompt_mode`)."""
-        return self.server_kind in ("local", "llama.cpp")
+        return self.server_kind in LOCAL
+
+    @property
+    def vision(self) -> bool | None:
+        """Whether the model takes images: True/False where known, None where not said."""
+        return None
+
+    def no_vision_message(self) -> str:
+        return f"the model {self.model} ({self.name}) does not take images"
 
     def recommended_concurrency(self) -> int | None:
         """Requests worth keeping in flight (None: no opinion); a llama.cpp server answers one at a time."""
@@ -86,7 +97,7 @@ class Backend:
 
     def recommended_timeout(self) -> float | None:
         """Seconds per attempt when the user sets none; local models are slow to answer."""
-        return 600.0 if self.server_kind in ("local", "llama.cpp") else 120.0
+        return 600.0 if self.server_kind in LOCAL else 120.0
 
     @property
     def grammar_enabled(self) -> bool:
@@ -223,6 +234,12 @@ class Budget:
             self.used_tokens += usage.total_tokens
             self._cond.notify_all()
 
+    def charge(self, usage: Usage) -> None:
+        """Count tokens spent outside a request (the image capability probe)."""
+        with self._cond:
+            self.used_tokens += usage.total_tokens
+            self._cond.notify_all()
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "max_tokens": self.max_tokens,
@@ -235,6 +252,7 @@ class Budget:
 
 AUTO = "auto"
 DEFAULT_CONCURRENCY = 8
+MAX_RESENDS = 6  # adaptations to one server (grammar, n, parameters) a request may go through
 PROMPT_MODES = ("auto", "full", "compact")
 
 
@@ -316,6 +334,32 @@ class LLMClient:
     @property
     def server_kind(self) -> str:
         return str(getattr(self.backend, "server_kind", "unknown"))
+
+    def require_images(self) -> None:
+        """Establish that the model takes images before a run that sends them: what the server
+        says (llama-server ``/props``, Ollama ``/api/show``, LM Studio), else a two-request probe
+        (`OpenAIBackend.probe_vision`, its tokens charged to the budget). `LLMConfigError` (one
+        line) when it does not, or when that cannot be established on a server known to pass
+        images to the model as text without saying so (llama-cpp-python); elsewhere an
+        unestablished answer is a warning. Backends that cannot be asked (replay, in-process)
+        are trusted."""
+        vision = self.backend.vision
+        probe = getattr(self.backend, "probe_vision", None)
+        if vision is None and probe is not None:
+            try:
+                vision, used = probe(self.timeout_s)
+            except LLMError as exc:
+                raise LLMConfigError(f"could not ask {self.model} whether it takes images: {exc}") from exc
+            self.budget.charge(used)
+        if vision is False:
+            raise LLMConfigError(self.backend.no_vision_message())
+        if vision is None and probe is not None:
+            why = (f"could not establish that the model {self.model} takes images: the server says nothing about "
+                   "it and reports no prompt tokens for an image")
+            if getattr(self.backend, "images_may_pass_as_text", False):
+                raise LLMConfigError(f"{why}, and without an image handler it passes them to the model as text; "
+                                     "use a server that says (llama-server /props, vLLM, Ollama) or a text condition")
+            log.warning("%s; sending them anyway", why)
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False
@@ -466,6 +510,8 @@ class LLMClient:
         }
         if completion is not None:
             record["response"] = {"texts": list(completion.texts), "finish_reasons": list(completion.finish_reasons)}
+            if completion.sent:
+                record["sent"] = completion.sent
         if error is not None:
             record["error"] = {
                 "kind": getattr(error, "kind", type(error).__name__),
@@ -474,13 +520,14 @@ class LLMClient:
             }
         self._transcript.write(record)
 
-    def _outcome(self, request: ChatRequest, attempt: int, exc: LLMBackendError) -> float | None:
-        """Decide after a failed attempt: seconds to wait before retrying, or raise."""
+    def _outcome(self, request: ChatRequest, attempt: int, exc: LLMBackendError, resends: int) -> float | None:
+        """Decide after a failed attempt: seconds to wait before retrying, None to resend at once
+        (the backend adapted to what the server refused), or raise."""
         exc.prompt_hash = request.prompt_hash
-        if exc.kind == "grammar_rejected" and self.backend.grammar_enabled:
-            log.warning("server refused the grammar; decoding unconstrained from now on: %s", exc)
-            self.backend.disable_grammar(str(exc))
-            return 0.0  # not a failure of the request: resend at once, same attempt number
+        if exc.kind in LLMBackendError.RESEND and resends < MAX_RESENDS:
+            if exc.kind == "grammar_rejected":
+                self.backend.disable_grammar(str(exc))
+            return None  # not a failure of the request: same attempt number
         if not exc.retryable:
             with self._lock:
                 self.failures += 1
@@ -494,7 +541,7 @@ class LLMClient:
         return self.retry.delay(attempt, exc.retry_after)
 
     def _run_sync(self, request: ChatRequest) -> Completion:
-        attempt = 1
+        attempt, resends = 1, 0
         while True:
             reservation = self.budget.reserve(request)
             t0 = time.perf_counter()
@@ -504,8 +551,9 @@ class LLMClient:
                 latency = time.perf_counter() - t0
                 self.budget.settle(reservation, Usage())
                 self._record(request, attempt, latency, error=exc)
-                wait = self._outcome(request, attempt, exc)
-                if exc.kind == "grammar_rejected":
+                wait = self._outcome(request, attempt, exc, resends)
+                if wait is None:
+                    resends += 1
                     continue
                 time.sleep(wait)
                 attempt += 1
@@ -523,7 +571,7 @@ class LLMClient:
             return completion
 
     async def _run_async(self, request: ChatRequest) -> Completion:
-        attempt = 1
+        attempt, resends = 1, 0
         while True:
             reservation = await self.budget.areserve(request)
             t0 = time.perf_counter()
@@ -533,8 +581,9 @@ class LLMClient:
                 latency = time.perf_counter() - t0
                 self.budget.settle(reservation, Usage())
                 self._record(request, attempt, latency, error=exc)
-                wait = self._outcome(request, attempt, exc)
-                if exc.kind == "grammar_rejected":
+                wait = self._outcome(request, attempt, exc, resends)
+                if wait is None:
+                    resends += 1
                     continue
                 await asyncio.sleep(wait)
                 attempt += 1

@@ -109,18 +109,26 @@ def complete_cmd(
                f"{c.latency_s:.2f} s, finish {','.join(c.finish_reasons)}]", err=True)
 
 
-GRAMMAR_ROUTES = {"vllm": "GBNF in structured_outputs", "llama.cpp": "GBNF in the grammar field",
-                  "local": "GBNF, in-process"}
+def _grammar_where(backend) -> str | None:
+    """Where a grammar goes for this backend (None: nowhere)."""
+    if getattr(backend, "server_kind", None) == "local":
+        return "GBNF, in-process"
+    field = backend.grammar_field() if hasattr(backend, "grammar_field") else None
+    return f"GBNF in {field}" if field else None
 
 
-def _grammar_route(kind: str) -> str:
-    route = GRAMMAR_ROUTES.get(kind)
-    return f"yes ({route})" if route else "no (parse + repair only)"
+def _grammar_route(backend) -> str:
+    """Where a grammar goes, and whether it is known to be applied."""
+    where = _grammar_where(backend)
+    if where is None:
+        return "no (parse + repair only)"
+    known = getattr(backend, "grammar_enforced", True)
+    return f"yes ({where})" if known else f"{where.replace('GBNF in', 'sent in')}, not known to be applied"
 
 
 @llm_app.command("models")
 def models_cmd(base_url: BaseURL = None, api_key: APIKey = None) -> None:
-    """List the models a server offers and whether it is vLLM (grammar-constrained decoding)."""
+    """List the models a server offers, what the server is and where a grammar goes."""
     from simpatterns.llm.openai_backend import OpenAIBackend
 
     try:
@@ -130,7 +138,10 @@ def models_cmd(base_url: BaseURL = None, api_key: APIKey = None) -> None:
         fail(str(exc))
     for m in models:
         typer.echo(f"{m.get('id')}\towned_by={m.get('owned_by')}")
-    typer.echo(f"server: {backend.server_kind}; grammar-constrained decoding: {_grammar_route(backend.server_kind)}")
+    info = backend.server_info
+    typer.echo(f"server: {info.describe()}; grammar-constrained decoding: {_grammar_route(backend)}")
+    if info.note:
+        typer.echo(f"note: {info.note}")
 
 
 DOCTOR_GRAMMAR = 'root ::= "yes" | "no"\n'
@@ -227,14 +238,17 @@ def doctor_cmd(
             typer.echo(f"grammar-constrained decoding: failed: {exc}")
             raise typer.Exit(1)
         answer = g.text.strip()
+        if (g.sent or {}).get("grammar_violated"):
+            typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
+            raise typer.Exit(1)
         if g.constrained and answer in ("yes", "no"):
-            typer.echo(f"grammar-constrained decoding: works ({GRAMMAR_ROUTES.get(kind, kind)}; "
+            typer.echo(f"grammar-constrained decoding: works ({_grammar_where(client.backend)}; "
                        f"answered {answer!r})")
         elif g.constrained:
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
             raise typer.Exit(1)
         else:
-            typer.echo(f"grammar-constrained decoding: {_grammar_route(kind)}; synthesis relies on repair")
+            typer.echo(f"grammar-constrained decoding: {_grammar_route(client.backend)}; synthesis relies on repair")
 
 
 @llm_app.command("transcript")

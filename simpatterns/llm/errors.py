@@ -25,11 +25,15 @@ class LLMBackendError(LLMError):
     ``server`` (5xx), ``malformed`` (a body that is not a chat completion),
     ``client`` (other 4xx: the request itself is wrong), ``grammar_rejected``
     (the server refused the structured-outputs grammar), ``grammar_invalid``
-    (our grammar failed validation, so it was not sent) or ``engine``
-    (in-process engine error). Only the first five are worth retrying.
+    (our grammar failed validation, so it was not sent), ``adjusted`` (the
+    server refused a field by name or ``n`` > 1 and the backend now sends the
+    request its way), ``no_vision`` (images sent to a model that takes none)
+    or ``engine`` (in-process engine error). Only the first five are worth
+    retrying; ``grammar_rejected`` and ``adjusted`` are sent again at once.
     """
 
     RETRYABLE = frozenset({"timeout", "connection", "rate_limit", "server", "malformed"})
+    RESEND = frozenset({"grammar_rejected", "adjusted"})
 
     def __init__(
         self,

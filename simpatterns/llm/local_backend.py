@@ -227,6 +227,14 @@ class LocalBackend(Backend):
         return "local"
 
     @property
+    def vision(self) -> bool:
+        return False  # no image handler is loaded: the chat template would get image parts as text
+
+    def no_vision_message(self) -> str:
+        return (f"the in-process model {self.model} does not take images (no image handler is loaded); use a "
+                "vision model on a server (llama-server --mmproj, vLLM) or a text condition")
+
+    @property
     def grammar_enabled(self) -> bool:
         return self._grammar
 

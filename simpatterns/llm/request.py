@@ -27,6 +27,13 @@ def clean_text(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def has_images(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any message carries an image content part (``{"type": "image_url", ...}``)."""
+    return any(isinstance(m.get("content"), list) and any(
+        isinstance(p, Mapping) and p.get("type") in ("image_url", "input_image", "image") for p in m["content"])
+        for m in messages)
+
+
 @dataclass
 class ChatRequest:
     """One chat request; ``n`` samples of the reply to ``messages``.
@@ -181,7 +188,9 @@ class Completion:
     ``finish_reasons[i]`` is ``"stop"`` or ``"length"`` (cut off at
     ``max_tokens``) or what the server said. ``constrained`` is true when the
     request's grammar was enforced by the server. ``attempts`` counts the
-    HTTP attempts it took (retries included).
+    HTTP attempts it took (retries included). ``sent`` says how the request went out
+    where a backend adapted it to the server (the grammar's field, the token-limit field,
+    fields left out, whether reading stopped at ``max_tokens``); the transcript keeps it.
     """
 
     texts: list[str]
@@ -192,6 +201,7 @@ class Completion:
     prompt_hash: str = ""
     attempts: int = 1
     constrained: bool = False
+    sent: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.texts = [clean_text(t) if isinstance(t, str) else "" for t in self.texts]

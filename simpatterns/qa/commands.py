@@ -92,6 +92,20 @@ def _client(llm: str, base_url: str | None, model: str | None, concurrency: int,
         _fail(str(exc))
 
 
+def _require_images(client: Any, conditions: list[str]) -> None:
+    """The frames conditions send images: refuse in one line before any question when the model takes none."""
+    from simpatterns.llm import LLMError
+
+    shown = [c for c in conditions if "frames" in c]
+    if not shown:
+        return
+    try:
+        client.require_images()
+    except LLMError as exc:
+        client.close()
+        _fail(f"--conditions {','.join(shown)}: {exc}")
+
+
 def _questions(path: Path, limit: int | None) -> list[Any]:
     from simpatterns.qa.questions import QuestionFormatError, read_questions
 
@@ -211,6 +225,7 @@ def eval_cmd(
     lib = _library(library, trust_evolved)
     builder = ContextBuilder.for_questions(questions, lib, options=settings.options)
     client = _client(llm, base_url, model, concurrency, timeout, max_total_tokens, _transcript(out, record, no_record))
+    _require_images(client, settings.conditions)
     try:
         outcome = run_eval(qs, builder, client, out, settings, run_info=_run_info(questions, llm, client, library),
                            progress=not quiet, workers=workers, log=console.print)
@@ -305,6 +320,7 @@ def _study_setup(questions: Path, out: Path, llm: str, base_url: str | None, mod
     lib = _library(library, trust_evolved)
     builder = ContextBuilder.for_questions(questions, lib, options=settings.options)
     client = _client(llm, base_url, model, concurrency, timeout, max_total_tokens, _transcript(out, record, no_record))
+    _require_images(client, settings.conditions)
     return qs, settings, builder, client, _run_info(questions, llm, client, library)
 
 

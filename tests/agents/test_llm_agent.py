@@ -173,7 +173,7 @@ def test_choice_grammar_is_sent_and_accepts_exactly_the_menu(store, serve):
     from simpatterns.llm.grammars import GBNF
 
     menu, solving, failing = choices(store)
-    server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", owned_by="llamacpp")
+    server = serve(f"CHOICE: {failing}", f"CHOICE: {solving}", profile="llama-server")
     with make_client("openai", base_url=server.base_url, grammar="auto") as client:
         agent = LLMAgent(client, FeedbackOptions(feedback="outcome"), choice_grammar=True)
         ep = run_episode(agent, TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))
@@ -184,7 +184,7 @@ def test_choice_grammar_is_sent_and_accepts_exactly_the_menu(store, serve):
     assert all(g.accepts(f"CHOICE: {c.id}") for c in menu.choices)
     assert not g.accepts(f"CHOICE: A{len(menu) + 1}") and not g.accepts(f"I think {solving}")
     # without the option no grammar goes out
-    server = serve(f"CHOICE: {solving}", owned_by="llamacpp")
+    server = serve(f"CHOICE: {solving}", profile="llama-server")
     with make_client("openai", base_url=server.base_url, grammar="auto") as client:
         run_episode(LLMAgent(client, FeedbackOptions(feedback="outcome")),
                     TaskContext(Task.from_id(SOLVABLE), menu, 3, 0, np.random.default_rng(0)))

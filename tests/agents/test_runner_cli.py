@@ -155,3 +155,35 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path, menu_cache
     out = evaluate(tmp_path / "run", config, conds, cache_dir=menu_cache,
                    client_factory=lambda d: make_client("openai", base_url=again.base_url))
     assert (out.done, out.already) == (1, 1) and len(again.requests) == 1
+
+
+def llm_args(run, cache, server, *extra):
+    return ["agent", "eval", "--out", str(run), "--tasks", SOLVABLE, "--bins", str(BINS), "--seeds", "0",
+            "--budget", "3", "--cache", str(cache), "--agents", "llm", "--feedback", "outcome",
+            "--base-url", server.base_url, "--no-report", *extra]
+
+
+def test_choice_grammar_goes_out_wherever_the_server_takes_one(tmp_path, menu_cache, serve):
+    menu = __import__("simpatterns.agents.menu", fromlist=["MenuStore"]).MenuStore(menu_cache, BINS).get(SOLVABLE)
+    solving = menu.choices[menu.solving[0]].id
+    runner = CliRunner()
+    server = serve(default=Reply(f"CHOICE: {solving}"), profile="llama-server")
+    res = runner.invoke(app, llm_args(tmp_path / "a", menu_cache, server, "--choice-grammar"))
+    assert res.exit_code == 0, res.output
+    # no --grammar needed: the server takes one, and says it applied it
+    assert server.requests and all("grammar" in b for b in server.requests)
+    assert all(s.grammar_applied for s in server.log)
+    res = runner.invoke(app, llm_args(tmp_path / "b", menu_cache, server, "--choice-grammar", "--grammar", "off"))
+    assert res.exit_code != 0 and "--choice-grammar" in res.output and "--grammar off" in res.output
+    hosted = serve(default=Reply(f"CHOICE: {solving}"), profile="openai")
+    res = runner.invoke(app, llm_args(tmp_path / "c", menu_cache, hosted, "--choice-grammar", "--model", "gpt-4o-mini"))
+    assert res.exit_code == 0, res.output
+    assert "takes no grammar here" in res.output and not any("grammar" in b for b in hosted.requests)
+
+
+def test_an_image_scene_view_is_refused_before_any_episode_when_the_model_takes_no_images(tmp_path, menu_cache,
+                                                                                          serve):
+    server = serve(default=Reply("CHOICE: A1"), profile="llama-server")  # /props: modalities.vision false
+    res = CliRunner().invoke(app, llm_args(tmp_path / "run", menu_cache, server, "--scene-view", "image"))
+    assert res.exit_code == 1 and "does not take images" in res.output
+    assert server.requests == []

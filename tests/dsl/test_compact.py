@@ -83,7 +83,9 @@ def test_compact_prompt_fits_its_budget_and_shows_canonical_programs(library, sc
 
 def test_synthesis_against_a_llama_cpp_server_is_compact_and_specialised(library, scene, examples, tmp_path):
     log = tmp_path / "run.jsonl"
-    with ScriptedLLMServer(replies=[GOOD], owned_by="me") as server:
+    # a program in the compact grammar (GOOD's "collision start" is not among the patterns the prompt shows)
+    in_grammar = GOOD.replace("collision start", "touch start")
+    with ScriptedLLMServer(replies=[in_grammar], owned_by="me") as server:
         with make_client("openai", base_url=server.base_url, transcript=log) as client:
             result = synthesize_reward(A10, client, library=library, bodies=scene, examples=examples,
                                        config=SynthesisConfig(n=1))
@@ -92,13 +94,19 @@ def test_synthesis_against_a_llama_cpp_server_is_compact_and_specialised(library
     assert body["messages"] == cp.messages
     assert body["grammar"] == specialised_grammar(library, cp.bodies, patterns=cp.patterns)
     assert result.ok and result.prompt == "compact" and result.grammar == "specialised"
-    assert result.attempts[0].constrained
+    assert result.attempts[0].constrained and result.text.strip() == in_grammar
+    # an answer outside the grammar it was sent: the server did not apply it, so it is not "constrained"
+    with ScriptedLLMServer(default=GOOD, owned_by="me") as server:
+        with make_client("openai", base_url=server.base_url) as client:
+            outside = synthesize_reward(A10, client, library=library, bodies=scene, examples=examples,
+                                        config=SynthesisConfig(n=1))
+    assert outside.ok and not outside.attempts[0].constrained
     # the replayed run asks for the same compact prompt (the transcript says a llama.cpp server answered)
     with make_client(f"replay:{log}") as replay:
         again = synthesize_reward(A10, replay, library=library, bodies=scene, examples=examples,
                                   config=SynthesisConfig(n=1))
     assert again.text == result.text and again.prompt == "compact"
-    assert read_transcript(log)[0]["server"] == "llama.cpp"
+    assert read_transcript(log)[0]["server"] == "llama-cpp-python"
 
 
 def test_cli_prompt_and_grammar_options(scene, tmp_path):

@@ -85,7 +85,7 @@ def test_the_fixture_programs_are_what_they_claim(library, names):
 
 
 def test_cli_happy_path_saves_a_valid_program(serve, library, names, tmp_path):
-    server = serve(GOOD)
+    server = serve(GOOD, profile="vllm")
     out = tmp_path / "goal.rwd"
     res = CliRunner().invoke(app, ["reward", "compile", GOAL, "--scene", "00000:0", "--out", str(out),
                                    "--llm", "openai", "--base-url", server.base_url, "-n", "2"])

@@ -23,26 +23,32 @@ RAW_NO_USAGE = json.dumps({"id": "x", "object": "chat.completion", "created": 0,
                                         "finish_reason": "stop"}]})
 
 
-@pytest.mark.parametrize("reply", [
-    Reply(LONG, usage={"prompt_tokens": 5, "completion_tokens": 1}),  # usage that cannot be true
-    Reply(body=RAW_NO_USAGE),  # no usage at all
-], ids=["implausible_usage", "missing_usage"])
-def test_a_server_ignoring_max_tokens_is_charged_for_what_it_sent(serve, fast_retry, reply):
-    server = serve(default=reply)
+@pytest.mark.parametrize("server_kw", [
+    {"default": Reply(LONG, usage={"prompt_tokens": 5, "completion_tokens": 1})},  # usage that cannot be true
+    {"default": Reply(body=RAW_NO_USAGE)},  # not streamed, no usage at all
+    {"default": "ok", "profile": "proxy", "runaway_tokens": 100_000},  # streams 100,000 tokens
+    {"default": "ok", "profile": "vllm", "runaway_tokens": 100_000},
+], ids=["implausible_usage", "missing_usage", "runaway_proxy", "runaway_vllm"])
+def test_a_server_ignoring_max_tokens_is_read_up_to_max_tokens(serve, fast_retry, server_kw):
+    """Reading stops at each request's max_tokens, so the job stays within its budget plus at
+    most what one request may add, whatever the server sends."""
+    server = serve(**server_kw)
     with make_client("openai", base_url=server.base_url, model="m", retry=fast_retry, concurrency=2,
-                     max_total_tokens=20_000) as client:
+                     max_total_tokens=2_000) as client:
         results = client.complete([req() for _ in range(16)], return_exceptions=True)
         budget = client.budget
     ok = [r for r in results if not isinstance(r, Exception)]
     refused = [r for r in results if isinstance(r, LLMBudgetExceeded)]
-    assert ok and len(ok) + len(refused) == 16
+    assert ok and refused and len(ok) + len(refused) == 16
     for c in ok:
-        assert c.usage.completion_tokens >= text_tokens(LONG)
-    # the first wave (at most `concurrency` answers) may overshoot; nothing is started after it
-    assert len(ok) <= 2 + 1
-    assert budget.used_tokens <= 20_000 + 2 * (text_tokens(LONG) + 50)
+        # read up to max_tokens (at 4 bytes a token), the last piece cut to fit
+        assert c.finish_reasons == ["length"] and c.usage.completion_tokens == 256 == text_tokens(c.text)
+        assert text_tokens(c.text) <= 256 and LONG.startswith(c.text) or c.text.startswith("ok and so on")
+    assert budget.used_tokens <= 2_000 + 256
     assert len(server.requests) == len(ok)
-    assert "token budget exhausted" in str(refused[0]) and "20000" in str(refused[0])
+    assert "token budget exhausted" in str(refused[0]) and "2000" in str(refused[0])
+    if "runaway_tokens" in server_kw:  # the client hung up on every answer (the server may not know yet)
+        assert len(server.log) == len(ok) and not any(s.stream_complete for s in server.log)
 
 
 def test_reservations_of_requests_in_flight_are_released(serve, fast_retry):
@@ -79,3 +85,16 @@ def test_a_cancelled_request_gives_its_reservation_back(serve, fast_retry):
         asyncio.run(go())
         assert client.budget.in_flight == 0 and client.budget.reserved_tokens == 0
         assert client.budget.exhausted is None
+
+
+def test_async_reading_stops_at_max_tokens_too(serve, fast_retry):
+    """The evolver's path (acomplete): 100,000 streamed tokens per answer, 30 requests, 1,000 tokens of budget."""
+    server = serve(default="ok", profile="proxy", runaway_tokens=100_000)
+    with make_client("openai", base_url=server.base_url, retry=fast_retry, concurrency=4,
+                     max_total_tokens=1_000) as client:
+        results = asyncio.run(client.acomplete([req(max_tokens=100) for _ in range(30)], return_exceptions=True))
+        budget = client.budget
+    ok = [r for r in results if not isinstance(r, Exception)]
+    assert ok and all(isinstance(r, LLMBudgetExceeded) for r in results if r not in ok)
+    assert all(c.usage.completion_tokens == 100 and c.finish_reasons == ["length"] for c in ok)
+    assert budget.used_tokens <= 1_000 + 100 and len(server.requests) == len(ok)

@@ -245,7 +245,7 @@ def test_hostile_content_is_returned_verbatim_and_logged_as_json(serve, fast_ret
     server = serve(nasty)
     log = tmp_path / "t.jsonl"
     with make_client("openai", base_url=server.base_url, model="m", retry=fast_retry, transcript=log) as client:
-        c = client.complete_one(req())
+        c = client.complete_one(req(max_tokens=4096))  # room for all of it: no cut at max_tokens
     assert c.text == nasty
     [rec] = read_transcript(log)
     assert rec["response"]["texts"] == [nasty]
@@ -253,7 +253,7 @@ def test_hostile_content_is_returned_verbatim_and_logged_as_json(serve, fast_ret
 
 
 def test_transcript_records_everything_needed(serve, fast_retry, tmp_path):
-    server = serve("ok")
+    server = serve("ok", profile="vllm")
     log = tmp_path / "sub" / "t.jsonl"
     r = req(seed=3, max_tokens=50, grammar="start: \"ok\"")
     with make_client("openai", base_url=server.base_url, model="m", retry=fast_retry, transcript=log) as client:
@@ -265,6 +265,7 @@ def test_transcript_records_everything_needed(serve, fast_retry, tmp_path):
     assert rec["request"]["grammar"] == 'start: "ok"' and rec["constrained"] is True
     assert rec["usage"] == c.usage.to_dict() and rec["latency_s"] > 0
     assert rec["response"] == {"texts": ["ok"], "finish_reasons": ["stop"]}
+    assert rec["sent"]["grammar_field"] == "structured_outputs" and server.log[0].grammar_applied
 
 
 class _UpperBatchBackend:

@@ -27,7 +27,7 @@ def req(text: str = "goal", **kw) -> ChatRequest:
 
 
 def test_grammar_is_sent_as_structured_outputs_to_vllm(serve, fast_retry):
-    server = serve("AND(x)", "free text", owned_by="vllm")
+    server = serve("AND(x)", "free text", profile="vllm")
     with make_client("openai", base_url=server.base_url, retry=fast_retry) as client:
         c = client.complete_one(req(grammar=GRAMMAR))
         plain = client.complete_one(req("no grammar"))
@@ -40,9 +40,9 @@ def test_grammar_is_sent_as_structured_outputs_to_vllm(serve, fast_retry):
     assert "structured_outputs" not in server.requests[1] and plain.constrained is False
 
 
-@pytest.mark.parametrize("owned_by", ["me", "llamacpp"])  # python -m llama_cpp.server, llama-server
-def test_llama_cpp_servers_get_gbnf_in_their_grammar_field(serve, fast_retry, owned_by, tmp_path):
-    server = serve("AND(x)", "AND(y)", "AND(z)", owned_by=owned_by)
+@pytest.mark.parametrize("profile", ["llama-cpp-python", "llama-server-old"])
+def test_llama_cpp_servers_get_gbnf_in_their_grammar_field(serve, fast_retry, profile, tmp_path):
+    server = serve("AND(x)", "AND(y)", "AND(z)", profile=profile)
     log = tmp_path / "t.jsonl"
     with make_client("openai", base_url=server.base_url, retry=fast_retry, transcript=log) as client:
         assert client.concurrency == 1 and client.timeout_s == 600.0  # one request at a time, slow answers
@@ -54,7 +54,8 @@ def test_llama_cpp_servers_get_gbnf_in_their_grammar_field(serve, fast_retry, ow
     assert all("structured_outputs" not in b for b in server.requests)
     assert c.texts == ["AND(x)", "AND(y)", "AND(z)"] and c.constrained is True
     [rec] = read_transcript(log)
-    assert rec["server"] == "llama.cpp" and rec["constrained"] is True and rec["request"]["n"] == 3
+    assert rec["server"] == {"llama-cpp-python": "llama-cpp-python", "llama-server-old": "llama.cpp"}[profile]
+    assert rec["constrained"] is True and rec["request"]["n"] == 3 and all(s.grammar_applied for s in server.log)
 
 
 def test_hosted_apis_decode_unconstrained_and_say_so(serve, fast_retry):

@@ -84,7 +84,7 @@ def test_doctor_reports_a_grammar_the_server_did_not_enforce(monkeypatch):
     with ScriptedLLMServer(rules=rules, owned_by="me") as server:
         res = CliRunner().invoke(app, ["llm", "doctor", "--llm", "openai", "--base-url", server.base_url])
         assert server.requests[-1]["grammar"] == 'root ::= "yes" | "no"\n'
-    assert res.exit_code == 1 and "server: llama.cpp" in res.output and "concurrency 1" in res.output
+    assert res.exit_code == 1 and "server: llama-cpp-python" in res.output and "concurrency 1" in res.output
     assert "smoke test: ok" in res.output and "sent but NOT enforced (answered 'maybe')" in res.output
 
 
@@ -108,6 +108,13 @@ def test_seeded_generation_is_deterministic(client):
     two = client.complete_one(ChatRequest(msgs, seed=3, max_tokens=12, temperature=0.8, n=2))
     assert a.texts == b.texts and two.texts[0] == a.text and len(two.texts) == 2
     assert a.usage.completion_tokens > 0 and a.model == MODEL and client.concurrency == 1
+
+
+@pytest.mark.local_llm
+@local_llm
+def test_the_in_process_model_takes_no_images(client):
+    with pytest.raises(LLMConfigError, match=f"in-process model {MODEL} does not take images"):
+        client.require_images()
 
 
 @pytest.mark.local_llm
