@@ -350,6 +350,27 @@ def _image_parts(messages: list[Any]) -> int:
                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
 
 
+IMAGE_TOKENS = 256  # prompt tokens of an image the model sees, whatever its bytes (a fixed patch grid)
+
+
+def _prompt_tokens(messages: list[Any], images_seen: bool, profiled: bool) -> int:
+    """Text at 4 characters a token; an image a model sees costs `IMAGE_TOKENS`, one passed
+    through the chat template as text costs its data URL (without a profile: nothing)."""
+    total = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for p in parts if isinstance(parts, list) else []:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text":
+                total += _tokens(str(p.get("text", "")))
+            elif p.get("type") == "image_url" and profiled:
+                url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else ""
+                total += IMAGE_TOKENS if images_seen else _tokens(str(url))
+    return total
+
+
 def _grammar_text(name: str, value: Any) -> str | None:
     if name == "structured_outputs":
         return value.get("grammar") if isinstance(value, dict) else None
@@ -692,8 +713,7 @@ class ScriptedLLMServer:
                 for i, t in enumerate(texts):
                     if _tokens(t) > room:
                         texts[i], reasons[i] = t[: room * 4], "length"
-        prompt = sum(_tokens(m.get("content", "")) for m in body["messages"]
-                     if isinstance(m, dict) and isinstance(m.get("content"), str))
+        prompt = _prompt_tokens(body["messages"], served.images_seen, profile is not None)
         usage = reply.usage or {"prompt_tokens": prompt,
                                 "completion_tokens": sum(_tokens(t) for t in texts) + hidden * n}
         usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}

@@ -272,3 +272,16 @@ def test_llama_swap_passes_llama_server_through(serve):
     assert status == 200 and props["modalities"]["vision"] is False
     status, data, _ = request(server, "POST", "/v1/chat/completions", chat(n=2, grammar=GBNF))
     assert status == 200 and len(data["choices"]) == 2 and server.log[-1].grammar_field == "grammar"
+
+
+def test_prompt_tokens_of_images_seen_and_passed_through_as_text(serve):
+    def prompt_tokens(name: str, url_chars: int) -> int:
+        server = serve(default="white", profile=name)
+        image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * url_chars}}
+        body = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "abcd" * 5}, image]}]}
+        return request(server, "POST", "/v1/chat/completions", body)[1]["usage"]["prompt_tokens"]
+
+    # a model that sees the image counts its pixels, not its bytes
+    assert prompt_tokens("openai", 100) == prompt_tokens("openai", 4000) == 5 + 256
+    # llama-cpp-python without an image handler reads the data URL as text
+    assert prompt_tokens("llama-cpp-python", 4000) - prompt_tokens("llama-cpp-python", 100) == 3900 // 4
