@@ -235,7 +235,12 @@ class _Reader:
         return self.cut and all(c.finish for c in self.choices.values())
 
     def feed_body(self, body: bytes) -> None:
-        """A whole (non-streamed) chat completion."""
+        """A whole (non-streamed) chat completion; SSE sent under another content type is read as SSE."""
+        if body.lstrip().startswith(b"data:"):
+            for line in body.decode("utf-8", "replace").splitlines():
+                if self.feed_line(line):
+                    break
+            return
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -27,6 +27,7 @@ Fetch = Callable[[str, str, Any], tuple[int, Any, dict[str, str]]]
 SINGLE_CHOICE = frozenset({"llama.cpp", "llama-cpp-python", "llama-swap", "ollama", "lmstudio"})
 # kinds that run small local models: short prompts, one request at a time, patient timeouts
 LOCAL = frozenset({"llama.cpp", "llama-cpp-python", "llama-swap", "ollama", "lmstudio", "local"})
+VLLM_GUIDED = (0, 4)  # the first vLLM with guided_grammar
 ONE_AT_A_TIME = frozenset({"llama.cpp", "llama-cpp-python", "llama-swap", "local"})
 KINDS = ("vllm", "llama.cpp", "llama-cpp-python", "llama-swap", "litellm", "ollama", "sglang", "lmstudio",
          "openai", "unknown")
@@ -62,7 +63,7 @@ class ServerInfo:
         (llama.cpp servers), None (everything else: unconstrained decoding and repair)."""
         if self.kind == "vllm":
             v = parse_version(self.version)
-            return "guided_grammar" if v is not None and v < (0, 11) else "structured_outputs"
+            return "guided_grammar" if v is not None and VLLM_GUIDED <= v < (0, 11) else "structured_outputs"
         if self.kind in ("llama.cpp", "llama-cpp-python"):
             return "grammar"
         return None
@@ -70,8 +71,9 @@ class ServerInfo:
     @property
     def enforces_grammar(self) -> bool:
         """True only where the server is known to apply `grammar_field`."""
-        if self.kind == "vllm":
-            return parse_version(self.version) is not None
+        if self.kind == "vllm":  # a version before guided decoding is a build without a real one (0.1.dev...)
+            v = parse_version(self.version)
+            return v is not None and v >= VLLM_GUIDED
         return self.kind in ("llama.cpp", "llama-cpp-python")
 
     @property
@@ -160,16 +162,18 @@ def _litellm() -> ServerInfo:
 def _vllm(get: Callable[..., Any]) -> ServerInfo:
     data = get("/version")
     version = str(data["version"]) if isinstance(data, dict) and data.get("version") else None
-    if parse_version(version) is None:
-        return ServerInfo("vllm", note="vLLM did not say its version (/version): the grammar goes in "
-                                       "structured_outputs but is not counted as enforced")
+    v = parse_version(version)
+    if v is None or v < VLLM_GUIDED:
+        said = f"said version {version!r} (a development build?)" if version else "did not say its version (/version)"
+        return ServerInfo("vllm", version=version, note=f"vLLM {said}: the grammar goes in structured_outputs but "
+                                                        "is not counted as enforced")
     return ServerInfo("vllm", version=version)
 
 
 def _llama_cpp(props: Any, via: str | None = None) -> ServerInfo:
-    if not _llama_server_props(props):
-        return ServerInfo("unknown", via=via, note="says it is llama.cpp but /props did not answer like "
-                                                   "llama-server: no grammar sent")
+    if not _llama_server_props(props):  # owned_by "llamacpp" is llama-server's own; every build applies `grammar`
+        return ServerInfo("llama.cpp", via=via, note="llama-server did not answer /props: its build and whether "
+                                                     "the model takes images are not known")
     return ServerInfo("llama.cpp", version=str(props.get("build_info") or "") or None,
                       vision=_vision_from_props(props), via=via)
 

@@ -6,6 +6,7 @@ scripted servers received and what they say they applied.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from simpatterns.llm import ChatRequest, LLMBackendError, LLMConfigError, make_client, read_transcript
 from simpatterns.llm.openai_backend import GRAMMAR_FIELDS, grammar_refusal, refused_param
-from simpatterns.llm.server import is_reasoning_model, parse_version
+from simpatterns.llm.server import ServerInfo, is_reasoning_model, parse_version
 from simpatterns.llm.testing import PROFILES, Reply, Rule
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
@@ -264,9 +265,14 @@ def test_a_vision_model_is_taken(serve):
     assert c.text == "red" and server.log[-1].images_seen and len(server.requests) == 1
 
 
-def test_versions_parse():
+def test_versions_parse_and_route():
     assert parse_version("0.10.2") == (0, 10, 2) and parse_version("v0.12.0+cu128") == (0, 12, 0)
     assert parse_version("0.11.0rc1") == (0, 11, 0) and parse_version("main") is None
+    route = {v: (ServerInfo("vllm", version=v).grammar_field, ServerInfo("vllm", version=v).enforces_grammar)
+             for v in ("0.6.3", "0.10.2", "0.11.0", "0.12.0", "0.1.dev9+g1a2b3c", None)}
+    assert route == {"0.6.3": ("guided_grammar", True), "0.10.2": ("guided_grammar", True),
+                     "0.11.0": ("structured_outputs", True), "0.12.0": ("structured_outputs", True),
+                     "0.1.dev9+g1a2b3c": ("structured_outputs", False), None: ("structured_outputs", False)}
 
 
 def test_servers_recognised_by_their_endpoints(serve):
@@ -354,3 +360,22 @@ def test_a_server_that_refuses_streaming_gets_whole_answers_read_bounded(serve, 
     assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
     for c in (a, b):  # the server ignored max_tokens: the answer is cut to what it allows
         assert c.finish_reasons == ["length"] and c.usage.completion_tokens == 100 and not c.sent["streamed"]
+
+
+def test_llama_server_without_props_still_gets_its_grammar(serve):
+    server = serve(default="AND(x)", owned_by="llamacpp")  # no /props: only owned_by says what it is
+    with make_client("openai", base_url=server.base_url) as client:
+        c = client.complete_one(req(grammar=GRAMMAR, seed=1))
+        info = client.backend.server_info
+    assert info.kind == "llama.cpp" and info.vision is None and "did not answer /props" in info.note
+    assert server.requests[0]["grammar"] and server.requests[0]["cache_prompt"] is False and c.constrained
+
+
+def test_server_sent_events_under_a_json_content_type_are_read_as_events(serve):
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "AND(x)"}, "finish_reason": "stop"}]}
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+    server = serve(default=Reply(body=body), owned_by="custom")  # content type application/json
+    with make_client("openai", base_url=server.base_url, model="m") as client:
+        c = client.complete_one(req())
+    assert c.text == "AND(x)" and c.finish_reasons == ["stop"]
