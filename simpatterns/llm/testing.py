@@ -138,7 +138,7 @@ _VLLM_GUIDED = frozenset({"guided_grammar", "guided_json", "guided_regex", "guid
                           "guided_decoding_backend"})
 _LLAMA_SERVER_FIELDS = frozenset({"n_predict", "max_tokens", "grammar", "json_schema", "cache_prompt", "top_k",
                                   "min_p", "repeat_penalty", "n_probs", "id_slot", "samplers", "stream_options"})
-_LLAMA_CPP_PYTHON_FIELDS = frozenset({"max_tokens", "min_tokens", "grammar", "top_k", "min_p", "repeat_penalty",
+_LLAMA_CPP_PYTHON_FIELDS = frozenset({"n", "max_tokens", "min_tokens", "grammar", "top_k", "min_p", "repeat_penalty",
                                       "mirostat_mode", "mirostat_tau", "mirostat_eta", "logit_bias_type",
                                       "functions", "function_call"})
 
