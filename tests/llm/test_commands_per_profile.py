@@ -1,9 +1,10 @@
 """Every model-calling command against every server profile (`simpatterns.llm.testing.PROFILES`).
 
-`reward compile`, `discover`, `qa eval` (each condition) and `agent eval` (the language-model
-agent) run through the CLI against a scripted server playing each real server. What the server
-logged (`server.log`: the grammar it enforced, what it refused) is held against what the client
-sent and what its transcript claims; docs/llm.md's profile table is checked against both.
+`reward compile`, `llm complete`, `discover`, `qa eval` (each condition) and `agent eval` (the
+language-model agent) run through the CLI against a scripted server playing each real server.
+What the server logged (`server.log`: the grammar it enforced, what it refused) is held against
+what the client sent and what its transcript claims; docs/llm.md's profile table is checked
+against both.
 """
 
 from __future__ import annotations
@@ -205,6 +206,19 @@ def test_reward_compile(serve, tmp_path, name):
     records = transcript(log)
     check_exchange(server, records, grammar=True)
     check_table_row(server, records)
+
+
+@pytest.mark.parametrize("name", cases("llm complete"))
+def test_llm_complete(serve, tmp_path, name):
+    server = serve(name, default=Reply(["red and blue", "green and gold"]))
+    log = tmp_path / "t.jsonl"
+    res = CliRunner().invoke(app, ["llm", "complete", "Name two colours.", "-n", "2", "--seed", "1",
+                                   "--record", str(log), *llm_flags(server)])
+    assert res.exit_code == 0, res.output
+    records = transcript(log)
+    check_exchange(server, records, grammar=False)
+    [answer] = [r for r in records if r["status"] == "ok"]
+    assert all(t in res.output for t in answer["response"]["texts"])
 
 
 @pytest.mark.parametrize("name", cases("discover"))
