@@ -10,7 +10,6 @@ against both.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from typer.testing import CliRunner
 from simpatterns.cli import app
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.llm.openai_backend import VISION_PROBE_TEXT
-from simpatterns.llm.testing import PROFILES, Reply, Rule, ScriptedLLMServer
+from simpatterns.llm.testing import PROFILES, Reply, ScriptedLLMServer
 from simpatterns.qa.context import CONDITIONS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
