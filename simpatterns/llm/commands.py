@@ -283,7 +283,8 @@ def serve_script_cmd(
     default: Annotated[Optional[str], typer.Option("--default", help="Reply when the script has none.")] = None,
     profile: Annotated[Optional[str], typer.Option(
         "--profile", help="Play a real server's protocol: vllm-0.10, vllm-0.11, vllm, llama-server-old, "
-                          "llama-server, llama-cpp-python, openai, openai-reasoning, proxy.")] = None,
+                          "llama-server, llama-cpp-python, openai, openai-reasoning, proxy, ollama, lmstudio, "
+                          "sglang, llama-swap, litellm.")] = None,
 ) -> None:
     """Serve scripted answers on 127.0.0.1 as an OpenAI-compatible server (demos, tests; no model)."""
     from simpatterns.llm.testing import main

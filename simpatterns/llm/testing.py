@@ -49,7 +49,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -138,7 +138,7 @@ _VLLM_GUIDED = frozenset({"guided_grammar", "guided_json", "guided_regex", "guid
                           "guided_decoding_backend"})
 _LLAMA_SERVER_FIELDS = frozenset({"n_predict", "max_tokens", "grammar", "json_schema", "cache_prompt", "top_k",
                                   "min_p", "repeat_penalty", "n_probs", "id_slot", "samplers", "stream_options"})
-_LLAMA_CPP_PYTHON_FIELDS = frozenset({"max_tokens", "min_tokens", "grammar", "top_k", "min_p", "repeat_penalty",
+_LLAMA_CPP_PYTHON_FIELDS = frozenset({"n", "max_tokens", "min_tokens", "grammar", "top_k", "min_p", "repeat_penalty",
                                       "mirostat_mode", "mirostat_tau", "mirostat_eta", "logit_bias_type",
                                       "functions", "function_call"})
 
@@ -243,14 +243,17 @@ def _llama_server(old: bool) -> Profile:
 _OPENAI_STREAM_OPTIONS = Refusal(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
                                  param="stream_options", code="invalid_value")
 
+_VLLM_CURRENT = _vllm("0.12.0", ("structured_outputs",), frozenset({"structured_outputs"}), "openai")
+_LLAMA_SERVER_CURRENT = _llama_server(old=False)
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     _vllm("0.10.2", ("guided_grammar",), _VLLM_GUIDED, "vllm-0.10"),
     # 0.11 added structured_outputs and still maps the deprecated guided_* fields onto it
     _vllm("0.11.0", ("structured_outputs", "guided_grammar"), _VLLM_GUIDED | {"structured_outputs"}, "openai"),
     # 0.12 removed guided_*: they are extra fields now, logged and ignored
-    _vllm("0.12.0", ("structured_outputs",), frozenset({"structured_outputs"}), "openai"),
+    _VLLM_CURRENT,
     _llama_server(old=True),
-    _llama_server(old=False),
+    _LLAMA_SERVER_CURRENT,
     Profile(
         name="llama-cpp-python", summary="`python -m llama_cpp.server` (llama-cpp-python), no chat handler for images",
         owned_by="me", model="models/qwen2.5-1.5b-instruct-q4_k_m.gguf", fields=_COMMON_FIELDS | _LLAMA_CPP_PYTHON_FIELDS,
@@ -276,6 +279,46 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
         owned_by="custom", model="team/chat-model", fields=_COMMON_FIELDS | {"max_tokens"}, n="one", vision=True,
         usage=False, stream_usage="never",
     ),
+    Profile(
+        name="ollama", summary="Ollama's OpenAI-compatible API (`/v1`), a vision model", owned_by="library",
+        model="gemma3:4b", fields=_COMMON_FIELDS | {"max_tokens", "stream_options", "reasoning_effort"},
+        get={"/api/version": {"version": "0.12.3"},
+             "/api/tags": {"models": [{"name": "gemma3:4b", "model": "gemma3:4b", "size": 3338801804,
+                                       "details": {"family": "gemma3", "parameter_size": "4.3B",
+                                                   "quantization_level": "Q4_K_M"}}]}},
+        n="one", vision=True,  # its request struct has no `n`
+    ),
+    Profile(
+        name="lmstudio", summary="LM Studio's server, a vision model", owned_by="organization_owner",
+        model="qwen2.5-vl-7b-instruct", fields=_COMMON_FIELDS | {"max_tokens", "stream_options", "top_k"},
+        get={"/api/v0/models": {"object": "list", "data": [
+            {"id": "qwen2.5-vl-7b-instruct", "object": "model", "type": "vlm", "publisher": "lmstudio-community",
+             "arch": "qwen2_vl", "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "loaded",
+             "max_context_length": 32768}]}},
+        n="one", vision=True,
+    ),
+    Profile(
+        name="sglang", summary="SGLang (`python -m sglang.launch_server`), a vision model", owned_by="sglang",
+        model="Qwen/Qwen2.5-VL-7B-Instruct",
+        fields=_COMMON_FIELDS | {"n", "max_tokens", "max_completion_tokens", "stream_options", "ebnf", "regex",
+                                 "top_k", "min_p", "repetition_penalty", "separate_reasoning"},
+        grammar_fields=("ebnf",),
+        get={"/get_model_info": {"model_path": "Qwen/Qwen2.5-VL-7B-Instruct",
+                                 "tokenizer_path": "Qwen/Qwen2.5-VL-7B-Instruct", "is_generation": True},
+             "/get_server_info": {"version": "0.5.3"}, "/health": None},
+        vision=True, grammar_invalid=Refusal(400, "Invalid grammar request"),
+    ),
+    replace(_LLAMA_SERVER_CURRENT, name="llama-swap", owned_by="llama-swap",
+            summary="llama-swap in front of a current `llama-server`",
+            get={"/running": {"running": [{"model": _LLAMA_SERVER_CURRENT.model, "state": "ready"}]},
+                 f"/upstream/{_LLAMA_SERVER_CURRENT.model}/props": _LLAMA_SERVER_CURRENT.get["/props"],
+                 "/health": "OK"}),
+    replace(_VLLM_CURRENT, name="litellm", owned_by="openai", summary="LiteLLM proxy in front of vLLM 0.12",
+            model="qwen", model_entry={}, get={"/health/liveliness": "I'm alive!"},
+            headers={"x-litellm-version": "1.77.5", "x-litellm-model-api-base": "http://vllm:8000/v1"},
+            image_refusal=Refusal(400, "litellm.BadRequestError: Hosted_vllmException - "
+                                       "At most 0 image(s) may be provided in one prompt."),
+            error_style="openai"),
 )}
 
 
@@ -305,6 +348,27 @@ class Served:
 def _image_parts(messages: list[Any]) -> int:
     return sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
+
+
+IMAGE_TOKENS = 256  # prompt tokens of an image the model sees, whatever its bytes (a fixed patch grid)
+
+
+def _prompt_tokens(messages: list[Any], images_seen: bool, profiled: bool) -> int:
+    """Text at 4 characters a token; an image a model sees costs `IMAGE_TOKENS`, one passed
+    through the chat template as text costs its data URL (without a profile: nothing)."""
+    total = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for p in parts if isinstance(parts, list) else []:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text":
+                total += _tokens(str(p.get("text", "")))
+            elif p.get("type") == "image_url" and profiled:
+                url = p.get("image_url", {}).get("url", "") if isinstance(p.get("image_url"), dict) else ""
+                total += IMAGE_TOKENS if images_seen else _tokens(str(url))
+    return total
 
 
 def _grammar_text(name: str, value: Any) -> str | None:
@@ -443,7 +507,7 @@ class _Handler(BaseHTTPRequestHandler):
             ]}, profile.headers if profile else None)
         elif profile is not None and path in profile.get:
             body = profile.get[path]
-            if path == "/props" and owner.vision is not None and "modalities" in body:
+            if isinstance(body, dict) and "modalities" in body:  # llama-server's /props
                 body = {**body, "modalities": {**body["modalities"], "vision": owner.vision}}
             if body is None:  # vLLM's /health: 200, empty body
                 self._send(200, b"", headers=profile.headers)
@@ -649,8 +713,7 @@ class ScriptedLLMServer:
                 for i, t in enumerate(texts):
                     if _tokens(t) > room:
                         texts[i], reasons[i] = t[: room * 4], "length"
-        prompt = sum(_tokens(m.get("content", "")) for m in body["messages"]
-                     if isinstance(m, dict) and isinstance(m.get("content"), str))
+        prompt = _prompt_tokens(body["messages"], served.images_seen, profile is not None)
         usage = reply.usage or {"prompt_tokens": prompt,
                                 "completion_tokens": sum(_tokens(t) for t in texts) + hidden * n}
         usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}

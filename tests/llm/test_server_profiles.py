@@ -244,3 +244,44 @@ def test_serve_script_cli_takes_a_profile(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "simpatterns.cli", "llm", "serve-script", "--profile", "vllm-9"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "vllm-9" in bad.stderr
+
+
+@pytest.mark.parametrize("name, path, check", [
+    ("ollama", "/api/version", lambda b: b["version"].count(".") == 2),
+    ("lmstudio", "/api/v0/models", lambda b: b["data"][0]["type"] == "vlm" and b["data"][0]["state"] == "loaded"),
+    ("sglang", "/get_model_info", lambda b: b["is_generation"] is True and b["model_path"]),
+    ("llama-swap", "/running", lambda b: b["running"][0]["state"] == "ready"),
+    ("litellm", "/health/liveliness", lambda b: b == "I'm alive!"),
+])
+def test_proxies_and_other_servers_answer_their_own_endpoints(serve, name, path, check):
+    server = serve(profile=name)
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    conn.request("GET", path)
+    r = conn.getresponse()
+    body = json.loads(r.read())
+    headers = dict(r.getheaders())
+    conn.close()
+    assert r.status == 200 and check(body)
+    assert ("x-litellm-version" in headers) == (name == "litellm")
+
+
+def test_llama_swap_passes_llama_server_through(serve):
+    server = serve(default=["a", "b"], profile="llama-swap")
+    model = PROFILES["llama-swap"].model
+    status, props, _ = request(server, "GET", f"/upstream/{model}/props")
+    assert status == 200 and props["modalities"]["vision"] is False
+    status, data, _ = request(server, "POST", "/v1/chat/completions", chat(n=2, grammar=GBNF))
+    assert status == 200 and len(data["choices"]) == 2 and server.log[-1].grammar_field == "grammar"
+
+
+def test_prompt_tokens_of_images_seen_and_passed_through_as_text(serve):
+    def prompt_tokens(name: str, url_chars: int) -> int:
+        server = serve(default="white", profile=name)
+        image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * url_chars}}
+        body = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "abcd" * 5}, image]}]}
+        return request(server, "POST", "/v1/chat/completions", body)[1]["usage"]["prompt_tokens"]
+
+    # a model that sees the image counts its pixels, not its bytes
+    assert prompt_tokens("openai", 100) == prompt_tokens("openai", 4000) == 5 + 256
+    # llama-cpp-python without an image handler reads the data URL as text
+    assert prompt_tokens("llama-cpp-python", 4000) - prompt_tokens("llama-cpp-python", 100) == 3900 // 4

@@ -28,7 +28,7 @@ def evaluate(data, out, server, conditions="frames"):
     ("llama-server", "says the model has no vision input"),  # /props modalities.vision false: no request
     ("llama-server-old", "HTTP 500: image input is not supported"),  # one probe, not retried
     ("vllm", "At most 0 image(s)"),
-    ("llama-cpp-python", "could not establish"),  # the data URLs would reach the model as text
+    ("llama-cpp-python", "reach the model as text"),  # the probe: its prompt grows with the bytes
 ])
 def test_frames_are_refused_in_one_line_when_the_model_takes_no_images(data, tmp_path, profile, said):
     with ScriptedLLMServer(default=Reply("ANSWER: yes"), profile=profile) as server:
