@@ -14,7 +14,10 @@ Two grammars, both generated, never kept by hand:
   pattern's own, each at most once, in any order), body names, windows
   (start <= end on a 0.05 grid), times, counts and keyword arguments are
   spelled out, per predicate signature; a body is never its own TOUCHING
-  partner or NEARBY_AT target. Every program it derives parses and passes
+  partner or NEARBY_AT target. Lists hold at most `MAX_CLAUSES` clauses and
+  AND/OR/NOT nest at most `MAX_NESTING` deep inside the top-level AND, so a
+  small model that starts repeating a clause must close the program within
+  its token budget. Every program it derives parses and passes
   `simpatterns.dsl.check` against that library and scene, by construction
   (tested by sampling it). Without a scene, body names are free strings
   (the checker does not check them then) and ``TOUCHING("x", "x")`` cannot
@@ -43,6 +46,11 @@ WINDOW_STEP = 0.05  # window bounds in the specialised grammar: 0, 0.05, ..., 1
 WILDCARDS = ("*", "any", "object X")  # what a body-valued param or TOUCHING may say instead of a body
 MAX_ANY_ORDER_KEYS = 5  # a pattern's param keys in any order up to this many (2^n rules), else declared order
 MAX_PAIR_PATTERNS = 40
+# bounds of the specialised grammar: a goal's program has a few clauses; a model caught in a loop
+# ("AFTER(...), AFTER(...), ..." or "AND(AND(AND(...") is made to close it
+MAX_CLAUSES = 8
+MAX_NESTING = 3
+COMBINATORS = ("AND", "OR", "NOT")  # built per nesting level, not by a builder
 _CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them  # AFTER/BEFORE with first_params before second_params up to this many patterns
 
 # The top level of a decoded program: a predicate call, optionally compared.
@@ -105,13 +113,12 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
         raise AssertionError(f"no specialised-grammar rule for predicate(s) {sorted(missing)}")
 
     L: list[str] = []
-    clause_rules = []
+    leaves = []
     for name, build in _BUILDERS.items():
-        rule = build(L)
+        rule = build(L) if build is not None else None
         if rule:
-            clause_rules.append(rule)
-    L.insert(0, f'start: "AND" "(" clause ("," clause)* {_CLOSE}')
-    L.insert(1, "clause: " + " | ".join(clause_rules))
+            leaves.append(rule)
+    L[0:0] = _clause_levels(leaves)
 
     # patterns, their params (each key at most once, in declared order) and the per-pattern forms
     for i, label in enumerate(labels):
@@ -213,19 +220,22 @@ def _params_rules(i: int, kvs: list[str]) -> list[str]:
     return out
 
 
-def _b_and(L: list[str]) -> str:
-    L.append(f'and_call: "AND" "(" clause ("," clause)* {_CLOSE}')
-    return "and_call"
+def _clause_levels(leaves: list[str]) -> list[str]:
+    """``start`` and the clause rules of each nesting level: level k's AND/OR/NOT hold
+    level k + 1 clauses; the deepest level has only the leaf predicates."""
+    def listed(rule: str) -> str:
+        return f'"(" {rule} ("," {rule})~0..{MAX_CLAUSES - 1} {_CLOSE}'
 
-
-def _b_or(L: list[str]) -> str:
-    L.append(f'or_call: "OR" "(" clause ("," clause)* {_CLOSE}')
-    return "or_call"
-
-
-def _b_not(L: list[str]) -> str:
-    L.append(f'not_call: "NOT" "(" clause {_CLOSE}')
-    return "not_call"
+    out = [f'start: "AND" {listed("clause_0")}']
+    for k in range(MAX_NESTING + 1):
+        alts = list(leaves)
+        if k < MAX_NESTING:
+            inner = f"clause_{k + 1}"
+            out += [f'and_{k}: "AND" {listed(inner)}', f'or_{k}: "OR" {listed(inner)}',
+                    f'not_{k}: "NOT" "(" {inner} {_CLOSE}']
+            alts = [f"and_{k}", f"or_{k}", f"not_{k}", *alts]
+        out.append(f"clause_{k}: " + " | ".join(alts))
+    return out
 
 
 def _b_event(L: list[str]) -> str:
@@ -288,9 +298,10 @@ def _b_distance(L: list[str]) -> str:
     return "distance_cmp"
 
 
-# One builder per predicate (a new predicate without one fails loudly in specialised_lark).
+# One builder per predicate (a new predicate without one fails loudly in specialised_lark);
+# the combinators are built per nesting level by _clause_levels.
 _BUILDERS = {
-    "AND": _b_and, "OR": _b_or, "NOT": _b_not, "EVENT": _b_event, "COUNT": _b_count,
+    **dict.fromkeys(COMBINATORS), "EVENT": _b_event, "COUNT": _b_count,
     "AFTER": _b_order("AFTER"), "BEFORE": _b_order("BEFORE"),
     "FIRST": _b_firstlast("FIRST"), "LAST": _b_firstlast("LAST"),
     "NEVER": _b_never_always("NEVER"), "ALWAYS": _b_never_always("ALWAYS"),

@@ -221,3 +221,24 @@ def test_body_params_are_what_the_library_declares(library):
     free = GBNF.parse(specialised_grammar({"bounce": ["object", "surface"]}, names))
     assert free.accepts('AND(EVENT("bounce", {"surface": "the floor", "object": "green ball"}))')
     assert not free.accepts('AND(EVENT("bounce", {"object": "the floor"}))')
+
+
+def test_specialised_grammar_bounds_clauses_and_nesting():
+    """A small model caught repeating a clause, or opening AND inside AND, must be made to close
+    the program: lists hold at most MAX_CLAUSES clauses, AND/OR/NOT nest at most MAX_NESTING deep."""
+    from simpatterns.dsl.constrained import MAX_CLAUSES, MAX_NESTING
+
+    spec = GBNF.parse(specialised_grammar(PatternLibrary.builtin(), phyre_scene_bodies("00000:0")))
+    clause = 'EVENT("touch start")'
+    assert spec.accepts(f"AND({', '.join([clause] * MAX_CLAUSES)})")
+    assert not spec.accepts(f"AND({', '.join([clause] * (MAX_CLAUSES + 1))})")
+    nested = clause
+    for _ in range(MAX_NESTING):
+        nested = f"AND({nested}, {clause})"
+    assert spec.accepts(f"AND({nested})")
+    assert not spec.accepts(f"AND(NOT({nested}))")
+    rng = random.Random(1)
+    for _ in range(30):  # what it derives stays within both bounds
+        text = spec.sample(rng, max_depth=20, max_repeat=MAX_CLAUSES + 4)
+        lists = [n for n in walk(parse(text).root) if isinstance(n, Call) and n.name in ("AND", "OR")]
+        assert all(len(n.positional) <= MAX_CLAUSES for n in lists), text
