@@ -127,17 +127,19 @@ def test_symmetric_actions_map_onto_phyre_actions():
 
 
 def test_program_info_is_small_unless_asked():
+    task = {"template": "00000", "variant": 0}
+    action = np.asarray(get_template("00000").solution(0), dtype=np.float32) * 2 - 1  # valid: a rollout
     env = RewardProgramWrapper(gym.make(PHYRE_ONE_BALL_V1, **FAST), PROGRAM)
-    env.reset(seed=0)
-    info = env.step(env.action_space.sample())[-1]
-    assert "trace" not in info and "annotation" not in info
-    big = pickle.dumps(info)
+    env.reset(seed=0, options=task)
+    info = env.step(action)[-1]
+    assert "trace" not in info and "annotation" not in info and info["num_frames"] > 0
+    small = pickle.dumps(info)
     assert all(np.isscalar(v) or isinstance(v, (str, np.ndarray)) for v in info.values()), info
     full = RewardProgramWrapper(gym.make(PHYRE_ONE_BALL_V1, **FAST), PROGRAM, info_trace=True)
-    full.reset(seed=0)
-    info = full.step(full.action_space.sample())[-1]
+    full.reset(seed=0, options=task)
+    info = full.step(action)[-1]
     assert info["trace"] is not None and set(info["annotation"].patterns) >= {"touch start"}
-    assert len(pickle.dumps(info)) > 20 * len(big)
+    assert len(pickle.dumps(info)) > 20 * len(small)
 
 
 def test_wrapper_and_program_pickle_and_score_the_same():
