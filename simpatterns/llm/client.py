@@ -339,10 +339,9 @@ class LLMClient:
         """Establish that the model takes images before a run that sends them: what the server
         says (llama-server ``/props``, Ollama ``/api/show``, LM Studio), else a two-request probe
         (`OpenAIBackend.probe_vision`, its tokens charged to the budget). `LLMConfigError` (one
-        line) when it does not, or when that cannot be established on a server known to pass
-        images to the model as text without saying so (llama-cpp-python); elsewhere an
-        unestablished answer is a warning. Backends that cannot be asked (replay, in-process)
-        are trusted."""
+        line) when it does not, or when that cannot be established (a server that says nothing
+        and reports no usage): a score over images the model never saw would be garbage.
+        Backends that cannot be asked (replay, in-process) are trusted."""
         vision = self.backend.vision
         probe = getattr(self.backend, "probe_vision", None)
         if vision is None and probe is not None:
@@ -353,13 +352,13 @@ class LLMClient:
             self.budget.charge(used)
         if vision is False:
             raise LLMConfigError(self.backend.no_vision_message())
-        if vision is None and probe is not None:
+        if vision is None and probe is not None:  # unestablished: never send images that may not be seen
             why = (f"could not establish that the model {self.model} takes images: the server says nothing about "
                    "it and reports no prompt tokens for an image")
             if getattr(self.backend, "images_may_pass_as_text", False):
-                raise LLMConfigError(f"{why}, and without an image handler it passes them to the model as text; "
-                                     "use a server that says (llama-server /props, vLLM, Ollama) or a text condition")
-            log.warning("%s; sending them anyway", why)
+                why += ", and without an image handler it passes them to the model as text"
+            raise LLMConfigError(f"{why}; use a server that says (llama-server /props, vLLM, Ollama, LM Studio) "
+                                 "or reports usage, or a text condition")
 
     def complete(
         self, requests: Sequence[ChatRequest] | ChatRequest, *, return_exceptions: bool = False

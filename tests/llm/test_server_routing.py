@@ -248,11 +248,12 @@ def test_images_the_server_would_pass_as_text_are_refused(serve):
         assert client.budget.used_tokens > 0  # the probe is charged
 
 
-def test_an_unknown_server_that_cannot_tell_gets_the_images_with_a_warning(serve, caplog):
-    server = serve(default="red", profile="proxy")  # reports no usage
+def test_an_unknown_server_that_cannot_tell_is_refused_images(serve):
+    server = serve(default="red", profile="proxy")  # says nothing about vision, reports no usage
     with make_client("openai", base_url=server.base_url) as client:
-        client.require_images()
-    assert "could not establish" in caplog.text and len(server.requests) == 2
+        with pytest.raises(LLMConfigError, match="could not establish that the model .* takes images"):
+            client.require_images()
+    assert len(server.requests) == 2  # the probe's two requests, nothing more
 
 
 def test_a_vision_model_is_taken(serve):
