@@ -90,12 +90,16 @@ def marked(token: str, since: int = 0) -> list[Proc]:
     return out
 
 
-def descendants(root: int, procs: list[Proc] | None = None) -> list[Proc]:
-    """The live processes under ``root`` (children, their children, ...)."""
-    procs = processes() if procs is None else procs
+def _children(procs: list[Proc]) -> dict[int, list[Proc]]:
     children: dict[int, list[Proc]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p)
+    return children
+
+
+def descendants(root: int, procs: list[Proc] | None = None) -> list[Proc]:
+    """The live processes under ``root`` (children, their children, ...)."""
+    children = _children(processes() if procs is None else procs)
     out, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -133,10 +137,7 @@ def new_tree(root: int, before: set[tuple[int, int]], keep: frozenset[int] | set
     """Processes under ``root`` started since ``before`` was taken, reached only through new
     processes (what a session fixture's server started on its own is not the test's) or
     through ``keep``: this process's own helpers, which stay (their new children do not)."""
-    procs = processes()
-    children: dict[int, list[Proc]] = {}
-    for p in procs:
-        children.setdefault(p.ppid, []).append(p)
+    children = _children(processes())
     out, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):

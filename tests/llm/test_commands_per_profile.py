@@ -128,20 +128,6 @@ def agent_menu(tmp_path_factory) -> tuple[Path, str]:
     return cache, menu.choices[menu.solving[0]].id
 
 
-@pytest.fixture
-def serve():
-    servers: list[ScriptedLLMServer] = []
-
-    def start(profile: str, **kwargs) -> ScriptedLLMServer:
-        server = ScriptedLLMServer(profile=profile, **kwargs).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for s in servers:
-        s.stop()
-
-
 def llm_flags(server: ScriptedLLMServer) -> list[str]:
     # a hosted API lists many models: name the one the profile serves
     return ["--llm", "openai", "--base-url", server.base_url, "--model", server.model]
@@ -197,7 +183,7 @@ def check_table_row(server: ScriptedLLMServer, records: list[dict]) -> None:
 
 @pytest.mark.parametrize("name", cases("reward compile"))
 def test_reward_compile(serve, tmp_path, name):
-    server = serve(name, default=Reply([PROGRAM, PROGRAM + " "]))
+    server = serve(profile=name, default=Reply([PROGRAM, PROGRAM + " "]))
     log = tmp_path / "t.jsonl"
     res = CliRunner().invoke(app, ["reward", "compile", GOAL, "--scene", "00000:0", "-n", "2", "--record", str(log),
                                    "--out", str(tmp_path / "goal.rwd"), *llm_flags(server)])
@@ -209,7 +195,7 @@ def test_reward_compile(serve, tmp_path, name):
 
 @pytest.mark.parametrize("name", cases("llm complete"))
 def test_llm_complete(serve, tmp_path, name):
-    server = serve(name, default=Reply(["red and blue", "green and gold"]))
+    server = serve(profile=name, default=Reply(["red and blue", "green and gold"]))
     log = tmp_path / "t.jsonl"
     res = CliRunner().invoke(app, ["llm", "complete", "Name two colours.", "-n", "2", "--seed", "1",
                                    "--record", str(log), *llm_flags(server)])
@@ -223,7 +209,7 @@ def test_llm_complete(serve, tmp_path, name):
 @pytest.mark.parametrize("name", cases("discover"))
 def test_discover(serve, tmp_path, trace_dir, discover_inputs, name):
     labels, base, answer = discover_inputs
-    server = serve(name, default=answer)
+    server = serve(profile=name, default=answer)
     log = tmp_path / "t.jsonl"
     res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
                                    str(tmp_path / "lib"), "--base-library", str(base), "--budget", "2", "--seed", "1",
@@ -235,7 +221,7 @@ def test_discover(serve, tmp_path, trace_dir, discover_inputs, name):
 
 @pytest.mark.parametrize("name", cases("qa eval"))
 def test_qa_eval_every_condition(serve, tmp_path, qa_data, name):
-    server = serve(name, default="ANSWER: yes")
+    server = serve(profile=name, default="ANSWER: yes")
     run = tmp_path / "run"
     text = [c for c in CONDITIONS if "frames" not in c]
     res = CliRunner().invoke(app, ["qa", "eval", str(qa_data), "--out", str(run), "--conditions", ",".join(text),
@@ -265,7 +251,7 @@ def test_qa_eval_every_condition(serve, tmp_path, qa_data, name):
 @pytest.mark.parametrize("name", cases("agent eval"))
 def test_agent_eval_language_model_agent(serve, tmp_path, agent_menu, name):
     cache, solving = agent_menu
-    server = serve(name, default=f"CHOICE: {solving}")
+    server = serve(profile=name, default=f"CHOICE: {solving}")
     run = tmp_path / "run"
     res = CliRunner().invoke(app, ["agent", "eval", "--out", str(run), "--tasks", AGENT_TASK, "--bins",
                                    str(AGENT_BINS), "--seeds", "0", "--budget", "2", "--cache", str(cache),
@@ -277,7 +263,7 @@ def test_agent_eval_language_model_agent(serve, tmp_path, agent_menu, name):
 @pytest.mark.parametrize("name", ["vllm", "llama-cpp-python", "proxy"])
 def test_a_server_that_ignores_max_tokens_cannot_overrun_the_budget(serve, tmp_path, name):
     # every answer is 100,000 tokens of prose, whatever max_tokens says; the proxy reports no usage
-    server = serve(name, default="I am not sure", runaway_tokens=100_000)
+    server = serve(profile=name, default="I am not sure", runaway_tokens=100_000)
     log = tmp_path / "t.jsonl"
     budget, per_answer = 20_000, 1_000
     CliRunner().invoke(app, ["reward", "compile", GOAL, "--scene", "00000:0", "-n", "1", "-k", "40",
