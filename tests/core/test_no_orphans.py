@@ -143,9 +143,12 @@ def test_a_worker_ends_with_its_job_whichever_thread_started_it(tmp_path):
                                 env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
         first = proc.stdout.readline().split()
         second = proc.stdout.readline().split()
-        assert first and set(first) <= set(second), how  # the same workers (a fork server adds them lazily)
         job = descendants(proc.pid)  # the workers; with "thread" also the fork server and resource tracker
-        assert {str(p.pid) for p in job} >= set(second) and len(job) >= (2 if how == "fork" else 3), (how, job)
+        running = {str(p.pid) for p in job}
+        # the workers that answered first still live a second later (which of them takes the
+        # items of a map is up to the scheduler), and so do those that answered since
+        assert first and set(first) <= running and set(second) <= running, (how, first, second, job)
+        assert len(job) >= (2 if how == "fork" else 3), (how, job)
         proc.kill()
         proc.wait()
         took, left = wait_gone(job, 30.0)
