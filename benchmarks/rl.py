@@ -31,8 +31,8 @@ random actions (``--random-draws`` per variant).
 
 Written under ``--out`` (default ``rl-benchmark``): ``runs/<algo>-<template>-<reward>-s<seed>.json``
 per finished run (its configuration, curve, final figures; atomic), ``random-<template>.json``,
-``results.csv`` (one row per run), ``table.md`` (mean ± sample std over seeds) and
-``curves.png``. A run whose file exists is skipped (resume); one saved with another
+``results.csv`` (one row per run), ``curves.csv`` (one row per run and evaluation),
+``table.md`` (mean ± sample std over seeds) and ``curves.png``. A run whose file exists is skipped (resume); one saved with another
 configuration is refused in one line. Ctrl-C stops within a rollout or a gradient step,
 keeps the finished runs and prints the command's resume hint; the unfinished run restarts.
 """
@@ -45,9 +45,10 @@ import io
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -55,14 +56,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine.py, when imported from elsewhere
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import simpatterns  # noqa: E402
-import simpatterns.envs  # noqa: E402,F401  (registers the ids)
-from simpatterns.dsl.synthesize import load_goal_examples  # noqa: E402
-from simpatterns.envs import PHYRE_ONE_BALL_V1, RewardProgramWrapper  # noqa: E402
-from simpatterns.envs.scenes import task_program_text  # noqa: E402
-from simpatterns.files import atomic_write, atomic_write_json  # noqa: E402
-from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, TEMPLATES, load_scene  # noqa: E402
-from machine import machine_line  # noqa: E402
+from machine import machine_line
+
+import simpatterns
+import simpatterns.envs  # registers the ids
+from simpatterns.dsl.synthesize import load_goal_examples
+from simpatterns.envs import PHYRE_ONE_BALL_V1, RewardProgramWrapper
+from simpatterns.envs.scenes import task_program_text
+from simpatterns.files import atomic_write, atomic_write_json
+from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, TEMPLATES, load_scene
 
 ALGOS = ("PPO", "SAC")
 REWARDS = ("sparse", "dense", "words")
@@ -275,8 +277,8 @@ def mean_std(values: Sequence[float]) -> str:
 def summary(runs: dict[RunSpec, dict[str, Any]], baselines: dict[str, dict[str, Any]], algos: Sequence[str],
             templates: Sequence[str], rewards: Sequence[str]) -> str:
     head = "| template | algorithm | " + " | ".join(rewards) + " |"
-    lines = ["Held-out PHYRE success of the deterministic policy at the end of training, "
-             "mean ± sample std over seeds:", "", head, "|" + "---|" * (len(rewards) + 2)]
+    lines = [("Held-out PHYRE success of the deterministic policy at the end of training, "
+              "mean ± sample std over seeds:"), "", head, "|" + "---|" * (len(rewards) + 2)]
     for t in templates:
         for a in algos:
             cells = [mean_std([r["final_success"] for s, r in runs.items()
@@ -297,6 +299,16 @@ def results_csv(runs: dict[RunSpec, dict[str, Any]]) -> str:
     for s, r in sorted(runs.items(), key=lambda kv: kv[0].key):
         w.writerow([s.algo, s.template, s.reward, s.seed, r["steps_done"], r["final_success"],
                     max(p["held_out_success"] for p in r["curve"]), r["final_invalid"], r["seconds"]])
+    return buf.getvalue()
+
+
+def curves_csv(runs: dict[RunSpec, dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["algo", "template", "reward", "seed", "step", "held_out_success", "invalid"])
+    for s, r in sorted(runs.items(), key=lambda kv: kv[0].key):
+        w.writerows([s.algo, s.template, s.reward, s.seed, p["step"], p["held_out_success"], p["invalid"]]
+                    for p in r["curve"])
     return buf.getvalue()
 
 
@@ -434,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.report_only:
                 continue
             say(f"{tag}: {steps} steps, reward {source}")
-            result = train_run(spec, config, rows[spec.template], lambda text: say(f"{tag}: {text}"))
+            result = train_run(spec, config, rows[spec.template], lambda text, tag=tag: say(f"{tag}: {text}"))
             result["reward_source"] = source
             atomic_write_json(path, result)
             runs[spec] = result
@@ -448,10 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = summary(runs, baselines, args.algos, args.templates, args.rewards)
     atomic_write(args.out / "table.md", f"{machine_line()}\n\n{table}")
     atomic_write(args.out / "results.csv", results_csv(runs))
+    atomic_write(args.out / "curves.csv", curves_csv(runs))
     if runs:
         plot(runs, baselines, args.algos, args.templates, args.rewards, args.out / "curves.png")
     say("\n" + table)
-    say(f"{len(runs)}/{len(specs)} runs; wrote {args.out}/table.md, results.csv" + (", curves.png" if runs else ""))
+    say(f"{len(runs)}/{len(specs)} runs; wrote {args.out}/table.md, results.csv, curves.csv"
+        + (", curves.png" if runs else ""))
     return 0
 
 

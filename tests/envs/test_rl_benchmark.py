@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from simpatterns.dsl import RewardProgram, builtin_library  # noqa: E402
+from simpatterns.dsl import RewardProgram, builtin_library
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_runs_write_their_files_survive_ctrl_c_and_resume(rl, tmp_path, monkeypa
     text = capsys.readouterr().out
     assert "[1/2] PPO 00000 sparse seed 0: done before" in text and "[2/2] PPO 00000 dense seed 0: 48 steps" in text
     assert (out / "runs" / "PPO-00000-sparse-s0.json").stat().st_mtime_ns == first
-    for name in ("table.md", "results.csv", "curves.png", "random-00000.json"):
+    for name in ("table.md", "results.csv", "curves.csv", "curves.png", "random-00000.json"):
         assert (out / name).stat().st_size > 0, name
 
     dense = json.loads((out / "runs" / "PPO-00000-dense-s0.json").read_text())
@@ -81,6 +81,9 @@ def test_runs_write_their_files_survive_ctrl_c_and_resume(rl, tmp_path, monkeypa
     assert dense["config"]["program"].startswith("# the template's goal") and dense["steps_done"] == 48
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert [(r["reward"], r["steps"]) for r in rows] == [("dense", "48"), ("sparse", "48")]
+    points = list(csv.DictReader((out / "curves.csv").open()))
+    assert [(p["reward"], p["step"]) for p in points] == [("dense", "0"), ("dense", "24"), ("dense", "48"),
+                                                          ("sparse", "0"), ("sparse", "24"), ("sparse", "48")]
     assert "| 00000 | PPO |" in (out / "table.md").read_text()
 
     assert rl.main(args) == 0  # everything done: nothing trains again
