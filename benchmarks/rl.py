@@ -32,9 +32,10 @@ random actions (``--random-draws`` per variant).
 Written under ``--out`` (default ``rl-benchmark``): ``runs/<algo>-<template>-<reward>-s<seed>.json``
 per finished run (its configuration, curve, final figures; atomic), ``random-<template>.json``,
 ``results.csv`` (one row per run), ``curves.csv`` (one row per run and evaluation),
-``table.md`` (mean ± sample std over seeds) and ``curves.png``. A run whose file exists is skipped (resume); one saved with another
-configuration is refused in one line. Ctrl-C stops within a rollout or a gradient step,
-keeps the finished runs and prints the command's resume hint; the unfinished run restarts.
+``table.md`` (mean ± sample std over seeds) and ``curves.png``. A run whose file exists is
+skipped (resume); one saved with another configuration is refused in one line. Ctrl-C stops
+within a rollout or a gradient step, keeps the finished runs and says how to resume; the
+unfinished run restarts.
 """
 
 from __future__ import annotations
