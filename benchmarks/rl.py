@@ -217,7 +217,8 @@ def train_run(spec: RunSpec, config: RunConfig, max_objects: int, progress: Call
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next:
                 point(self.num_timesteps)
-                self.next += config.eval_every
+                # several envs step together: the next point is the next multiple past this step
+                self.next = (self.num_timesteps // config.eval_every + 1) * config.eval_every
             return True
 
     try:
