@@ -4,6 +4,7 @@
     python benchmarks/rl.py                                   # full size (PPO 10k, SAC 5k steps, 3 seeds)
     python benchmarks/rl.py --algos PPO --templates 00000 00002 --seeds 1 --steps 2000   # a reduced run
     python benchmarks/rl.py --report-only                     # table + plot from the saved runs
+    for k in 0 1 2 3; do python benchmarks/rl.py --shard $k/4 & done; wait   # four processes
 
 Each run trains one algorithm on one template's train variants (default 0-49)
 of ``simpatterns/PhyreOneBall-v1`` (objects observation, one-step episodes)
@@ -94,6 +95,18 @@ def variant_list(text: str) -> tuple[int, ...]:
     if not out:
         raise argparse.ArgumentTypeError(f"no variants in {text!r}")
     return tuple(out)
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``"2/8"`` -> (2, 8)."""
+    k, _, n = text.partition("/")
+    try:
+        pair = int(k), int(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard must look like K/N, e.g. 0/4, got {text!r}") from None
+    if not 0 <= pair[0] < pair[1]:
+        raise argparse.ArgumentTypeError(f"--shard {text}: K must be in 0..N-1")
+    return pair
 
 
 @dataclass(frozen=True)
@@ -374,6 +387,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="folder of <template>.rwd programs compiled from the goal in words")
     p.add_argument("--random-draws", type=int, default=3, help="random actions per held-out variant (reference)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine may be shared)")
+    p.add_argument("--shard", type=shard, default=(0, 1), metavar="K/N",
+                   help="run only every N-th run starting at K (0-based): N processes or machines share one --out; "
+                        "then --report-only gathers them")
     p.add_argument("--out", type=Path, default=Path("rl-benchmark"))
     p.add_argument("--report-only", action="store_true", help="only the table and plot from saved runs")
     args = p.parse_args(argv)
@@ -413,6 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(machine_line())
     specs = [RunSpec(a, t, k, s) for a in args.algos for t in args.templates for k in args.rewards
              for s in range(args.seeds)]
+    if not args.report_only:
+        specs = specs[args.shard[0]::args.shard[1]]
     runs: dict[RunSpec, dict[str, Any]] = {}
     baselines: dict[str, dict[str, Any]] = {}
     try:
