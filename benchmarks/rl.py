@@ -133,6 +133,7 @@ class RunConfig:
     settle: bool
     hyper: dict[str, Any]
     program: str | None
+    invalid: str | None = None  # how the program scores an invalid action (None: no program)
 
 
 def reward_program(template: str, reward: str, max_steps: int, words_dir: Path | None,
@@ -161,10 +162,10 @@ def reward_program(template: str, reward: str, max_steps: int, words_dir: Path |
 
 
 def make_env(template: str, variants: Sequence[int], max_objects: int, max_steps: int, settle: bool,
-             program: str | None = None) -> gym.Env:
+             program: str | None = None, invalid: str = "left-alone") -> gym.Env:
     env = gym.make(PHYRE_ONE_BALL_V1, tasks=[(template, v) for v in variants], obs_mode="objects",
                    max_objects=max_objects, max_steps=max_steps, stop_when_settled=settle)
-    return env if program is None else RewardProgramWrapper(env, program)
+    return env if program is None else RewardProgramWrapper(env, program, invalid=invalid)
 
 
 def rows_needed(template: str, variants: Sequence[int]) -> int:
@@ -209,7 +210,7 @@ def train_run(spec: RunSpec, config: RunConfig, max_objects: int, progress: Call
     # Monitor goes outside the reward wrapper (make_vec_env wraps what make_env returns),
     # so the episode returns it logs are the reward the agent learns from
     venv = make_vec_env(lambda: make_env(spec.template, config.train, max_objects, config.max_steps, config.settle,
-                                         config.program), n_envs=config.n_envs, seed=spec.seed)
+                                         config.program, config.invalid or "left-alone"), n_envs=config.n_envs, seed=spec.seed)
     eval_env = make_env(spec.template, config.held_out, max_objects, config.max_steps, settle=False)
     model = build_model(spec.algo, venv, spec.seed, config.hyper)
     curve: list[dict[str, float]] = []
@@ -385,6 +386,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ppo-n-steps", type=int, default=256, help="PPO rollout length per env (SB3's default 2048)")
     p.add_argument("--words-dir", type=Path, default=None,
                    help="folder of <template>.rwd programs compiled from the goal in words")
+    p.add_argument("--invalid", choices=("left-alone", "zero"), default="left-alone",
+                   help="a program's score for an invalid action: the world left alone (default) or 0")
     p.add_argument("--random-draws", type=int, default=3, help="random actions per held-out variant (reference)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (the machine may be shared)")
     p.add_argument("--shard", type=shard, default=(0, 1), metavar="K/N",
@@ -454,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                n_envs=args.n_envs, eval_every=args.eval_every or max(1, steps // 10),
                                max_steps=args.max_steps, settle=args.settle,
                                hyper=hyperparameters(spec.algo, steps, args.n_envs, args.ppo_n_steps),
-                               program=program)
+                               program=program, invalid=None if program is None else args.invalid)
             path = args.out / "runs" / f"{spec.key}.json"
             saved = load_json(path)
             tag = f"[{i}/{len(specs)}] {spec.algo} {spec.template} {spec.reward} seed {spec.seed}"

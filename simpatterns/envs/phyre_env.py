@@ -208,6 +208,7 @@ class PhyreOneBallEnv(gym.Env):
         self.action_space = spaces.Box(low, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
         self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], Task]] = OrderedDict()
+        self._left_alone: OrderedDict[Any, tuple[Trace, Task]] = OrderedDict()
         self.task: Task | None = None
         self.scene: Scene | None = None
         self.initial_trace: Trace | None = None
@@ -257,6 +258,24 @@ class PhyreOneBallEnv(gym.Env):
             if len(self._initial) > INITIAL_CACHE:
                 self._initial.popitem(last=False)
         return cached[0], cached[1], cached[2], cached[3]
+
+    def left_alone_trace(self) -> Trace:
+        """The current task's rollout with no action (the scene without the red
+        ball, simulated as a valid action would be): what an invalid action
+        leaves the world to do. Cached per task."""
+        if self.scene is None or self.task is None:
+            raise gym.error.ResetNeeded("call reset() before left_alone_trace()")
+        key = self.task.key if self.task.scene is None else ("scene", id(self.task.scene))
+        cached = self._left_alone.get(key)
+        if cached is not None:
+            self._left_alone.move_to_end(key)
+            return cached[0]
+        trace = simulate(self.scene, None, **self.sim_kwargs).trace
+        assert trace is not None
+        self._left_alone[key] = (trace, self.task)
+        if len(self._left_alone) > INITIAL_CACHE:
+            self._left_alone.popitem(last=False)
+        return trace
 
     def _continuous_action(self, action: Any) -> tuple[np.ndarray | None, str | None]:
         """(x, y, r) floats, or None and why the action is invalid. Raises on malformed actions."""

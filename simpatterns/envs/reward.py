@@ -20,6 +20,7 @@ import gymnasium as gym
 from simpatterns.dsl import RewardProgram
 
 REWARD_KINDS = ("score", "success")
+INVALID_SCORES = ("left-alone", "zero")
 
 
 class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -30,7 +31,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
     for the rope).
     ``reward="score"`` pays the dense score in [0, 1]; ``"success"`` 1.0 on
-    the program's success, else 0.0. An invalid action (no rollout) scores 0.
+    the program's success, else 0.0. An invalid action changes nothing, so by
+    default (``invalid="left-alone"``) it is scored as the world left alone:
+    the program on the scene's rollout without the action (for environments
+    that offer one, ``left_alone_trace()``; else 0). A dense reward then pays
+    for coming closer to the goal than doing nothing, not for validity itself
+    (a learner paid 0 for invalid actions learns to avoid the regions around
+    obstacles, where PHYRE's solutions often lie). ``invalid="zero"`` pays 0.
     Each step pays the change of that value since the previous step (0 at
     reset): a one-step episode is paid its score, and a multi-step episode,
     whose trace grows step by step, returns exactly its final score. This is
@@ -57,12 +64,16 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """
 
     def __init__(self, env: gym.Env, program: Any, reward: str = "score", library: Any = None,
-                 terminate_on_success: bool = False, info_trace: bool = False):
+                 terminate_on_success: bool = False, info_trace: bool = False, invalid: str = "left-alone"):
         gym.utils.RecordConstructorArgs.__init__(self, program=program, reward=reward, library=library,
-                                                 terminate_on_success=terminate_on_success, info_trace=info_trace)
+                                                 terminate_on_success=terminate_on_success, info_trace=info_trace,
+                                                 invalid=invalid)
         gym.Wrapper.__init__(self, env)
         if reward not in REWARD_KINDS:
             raise ValueError(f"program reward must be one of {REWARD_KINDS}, got {reward!r}")
+        if invalid not in INVALID_SCORES:
+            raise ValueError(f"invalid must be one of {INVALID_SCORES}, got {invalid!r}")
+        self.invalid = invalid
         if not hasattr(env.unwrapped, "info_trace"):
             raise TypeError(
                 f"{type(env.unwrapped).__name__} cannot put its rollout's trace in info (no info_trace switch); "
@@ -103,13 +114,16 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info = dict(info)
         trace = info.get("trace")
         info.setdefault("task_success", info.get("is_success", False))
-        if trace is None:  # an invalid action: nothing was simulated
+        left_alone = getattr(self.env.unwrapped, "left_alone_trace", None)
+        if trace is None and (self.invalid == "zero" or left_alone is None):  # nothing was simulated
             info.update(is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
             return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
+        given = info.get("annotation")
+        if trace is None:  # an invalid action: scored as the world left alone
+            trace, given = left_alone(), None
         if not self._scene_checked:
             self._fit(trace.names, "trace")
-        given = info.get("annotation")
         result = self.program.evaluate(given if given is not None and self.program.covers(given) else None, trace)
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
