@@ -34,7 +34,8 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     the program's success, else 0.0. An invalid action changes nothing, so by
     default (``invalid="left-alone"``) it is scored as the world left alone:
     the program on the scene's rollout without the action (for environments
-    that offer one, ``left_alone_trace()``; else 0). A dense reward then pays
+    that offer one, ``left_alone_trace()``; else 0, and 0 for a program about
+    the action's own ball). A dense reward then pays
     for coming closer to the goal than doing nothing, not for validity itself
     (a learner paid 0 for invalid actions learns to avoid the regions around
     obstacles, where PHYRE's solutions often lie). ``invalid="zero"`` pays 0.
@@ -114,14 +115,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info = dict(info)
         trace = info.get("trace")
         info.setdefault("task_success", info.get("is_success", False))
-        left_alone = getattr(self.env.unwrapped, "left_alone_trace", None)
-        if trace is None and (self.invalid == "zero" or left_alone is None):  # nothing was simulated
+        given = info.get("annotation")
+        if trace is None:  # an invalid action: nothing was simulated
+            trace, given = self._left_alone(), None
+        if trace is None:
             info.update(is_success=False, program_score=0.0, program_determined=True)
             info.update({k: 0.0 for k in self.info_keys})
             return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
-        given = info.get("annotation")
-        if trace is None:  # an invalid action: scored as the world left alone
-            trace, given = left_alone(), None
         if not self._scene_checked:
             self._fit(trace.names, "trace")
         result = self.program.evaluate(given if given is not None and self.program.covers(given) else None, trace)
@@ -134,6 +134,16 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         reward = self._pay(float(result.score) if self.reward_kind == "score" else float(result.success))
         terminated = terminated or (self.terminate_on_success and bool(result.success))
         return obs, reward, terminated, truncated, self._trimmed(info, result.annotation)
+
+    def _left_alone(self) -> Any:
+        """The rollout an invalid action is scored on, or None to pay 0 (``invalid="zero"``, an
+        environment with no such rollout, or a program about the action's own ball, which an
+        invalid action never placed)."""
+        make = getattr(self.env.unwrapped, "left_alone_trace", None)
+        if self.invalid == "zero" or make is None:
+            return None
+        trace = make()
+        return trace if not self.program.check_bodies(list(trace.names)) else None
 
     def _pay(self, value: float) -> float:
         """The change of the episode's value since the last step."""

@@ -30,8 +30,8 @@ def make(**kw) -> gym.Env:
     return gym.make(PHYRE_ONE_BALL, **{**FAST, **kw})
 
 
-def wrapped(program: str = PROGRAM, reward: str = "score", **kw) -> gym.Env:
-    return RewardProgramWrapper(make(**kw), program, reward, info_trace=True)  # tests read the trace
+def wrapped(program: str = PROGRAM, reward: str = "score", invalid: str = "zero", **kw) -> gym.Env:
+    return RewardProgramWrapper(make(**kw), program, reward, info_trace=True, invalid=invalid)  # tests read the trace
 
 
 def check_wrapped_env(env: gym.Env, **kw) -> None:
@@ -187,6 +187,32 @@ def test_invalid_actions_end_the_episode_with_a_reason():
     disc.reset(seed=0)
     _, r, term, _, info = disc.step(64)
     assert "outside [0, 64)" in info["invalid_reason"] and r == 0.0 and term
+
+
+def test_an_invalid_action_is_scored_as_the_world_left_alone():
+    from simpatterns.dsl import RewardProgram
+    from simpatterns.simulators.phyre import simulate
+
+    program = 'TOUCHING("green ball", "blue ball", hold=0.18)'
+    env = RewardProgramWrapper(make(), program)  # the default: invalid="left-alone"
+    env.reset(seed=0, options={"template": "00000", "variant": 3})
+    scene = env.unwrapped.scene
+    _, r, term, _, info = env.step(np.array([1.5, 0.5, 0.5], np.float32))
+    assert info["invalid_reason"] and term and "trace" not in info
+    # recomputed here: the scene's rollout without the red ball, under the env's simulation settings
+    alone = simulate(scene, None, **env.unwrapped.sim_kwargs).trace
+    expect = RewardProgram.coerce(program, None).evaluate(None, alone)
+    assert 0.0 < r == pytest.approx(expect.score) == info["program_score"]
+    assert not info["is_success"]
+    zero = RewardProgramWrapper(make(), program, invalid="zero")
+    zero.reset(seed=0, options={"template": "00000", "variant": 3})
+    assert zero.step(np.array([1.5, 0.5, 0.5], np.float32))[1] == 0.0
+    # a program about the action's own ball has no left-alone world to grade: 0
+    about_red = RewardProgramWrapper(make(), 'TOUCHING("red ball", "green ball")')
+    about_red.reset(seed=0, options={"template": "00000", "variant": 3})
+    assert about_red.step(np.array([1.5, 0.5, 0.5], np.float32))[1] == 0.0
+    with pytest.raises(ValueError, match="left-alone"):
+        RewardProgramWrapper(make(), program, invalid="none")
 
 
 def test_malformed_actions_and_misuse_raise_clear_errors():
