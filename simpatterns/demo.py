@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from simpatterns.cli_support import fail, print_table
+from simpatterns.cli_support import executor_options, fail, print_table
 
 from simpatterns.files import atomic_open, atomic_write
-from simpatterns.parallel import executor_options, make_executor
+from simpatterns.parallel import LOCAL, Backend, make_executor
 
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
@@ -89,6 +89,7 @@ def demo(
     budget: int = typer.Option(60, "--budget", help="annealing samples per run"),
     trials: int = typer.Option(6, "--trials", help="seeds per arm in the dense-vs-sparse comparison (0: skip)"),
     workers: int = typer.Option(2, "--workers", "-j", help="processes for rollouts, annotation and trials"),
+    backend: Backend = LOCAL,
 ) -> None:
     """The end-to-end pipeline on a fresh install: dataset, annotation, reward program, annealing, report."""
     from simpatterns.annotate.annotator import annotate, annotate_many
@@ -123,7 +124,7 @@ def demo(
     templates = [t for t in DEMO_TEMPLATES if t in TEMPLATES and TEMPLATES[t].num_variants]
     variants = 4 if len(templates) == 1 else 2
     jobs = plan_jobs(templates, variants, "solution,random:2", seed=seed)
-    rows = build_dataset(jobs, data_dir, workers=workers)
+    rows = build_dataset(jobs, data_dir, workers=workers, backend=backend)
     rows = [r for r in rows if r.get("file")]
     console.print(f"{len(rows)} rollouts of templates {', '.join(templates)} -> {escape(str(data_dir))}/")
 
@@ -131,7 +132,7 @@ def demo(
     step("2. annotate with the built-in pattern library")
     library = builtin_library()
     paths = [data_dir / r["file"] for r in rows]
-    annotations = annotate_many(paths, library, workers=workers, trace_ids=[p.stem for p in paths])
+    annotations = annotate_many(paths, library, workers=workers, trace_ids=[p.stem for p in paths], backend=backend)
     for p, ann in zip(paths, annotations):
         ann.save(p.with_suffix(".jsonl"))
     table = Table(title=f"{len(library)} patterns, {sum(len(a.events) for a in annotations)} events")
@@ -205,7 +206,7 @@ def demo(
     comparison: list[dict[str, Any]] = []
     if trials > 0:
         jobs = [(arm, seed + 1 + k, budget) for arm in ("dense", "sparse") for k in range(trials)]
-        with make_executor(workers) as executor:
+        with make_executor(workers, backend=backend) as executor:
             comparison = executor.map(_trial, jobs, chunksize=1)
         rate = {arm: sum(c["success"] for c in comparison if c["arm"] == arm) for arm in ("dense", "sparse")}
         console.print(f"{trials} more seeds at budget {budget}: dense program {rate['dense']}/{trials} successes, "

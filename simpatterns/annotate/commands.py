@@ -10,8 +10,9 @@ from typing import Optional
 
 import typer
 
-from simpatterns.cli_support import err, fail, interrupted, new_table, note, out as console, print_table, progress, warn
-from simpatterns.parallel import executor_options
+from simpatterns.cli_support import (err, executor_options, fail, interrupted, new_table, note, out as console,
+                                     print_table, progress, progress_map, warn)
+from simpatterns.parallel import LOCAL, Backend
 
 
 
@@ -37,16 +38,12 @@ def annotate_cmd(
         False, "--unsafe-sandbox",
         help="run untrusted detectors even where this machine cannot give the sandbox its stated minimum "
              "(namespaces and seccomp; see docs/sandbox.md)"),
+    backend: Backend = LOCAL,
 ) -> None:
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""
     from simpatterns.annotate.annotator import TRACE_ERROR_KEY, SandboxPolicy, annotate_iter, trace_files
     from simpatterns.detectors.library import LibraryError
     from simpatterns.files import check_target
-    from simpatterns.parallel import parallel_map
-    from simpatterns.sandbox.pool import allow_unsafe
-
-    if unsafe_sandbox:
-        allow_unsafe()
     try:
         files = trace_files(source)
     except FileNotFoundError as exc:
@@ -79,8 +76,9 @@ def annotate_cmd(
     # file times come from the kernel's coarse clock (a few ms behind time_ns): a margin keeps this run's first writes
     started_ns = time.time_ns() - 50_000_000
     try:  # the sandbox's AST gate looks at every untrusted detector here, before any runs
-        done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record",
-                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout), save_to=targets)
+        done = annotate_iter([files[i] for i in todo], lib, workers=workers, on_error="record", backend=backend,
+                             sandbox=SandboxPolicy(trace_timeout_s=sandbox_timeout, unsafe=unsafe_sandbox),
+                             save_to=targets)
     except LibraryError as exc:
         fail(f"{exc}")
     rows: dict[int, tuple[str, ...]] = {}
@@ -134,7 +132,7 @@ def annotate_cmd(
             _write_failed(root, exc)
     if renders and not stopped:  # plots and GIFs take seconds each: in parallel, with their own bar
         try:
-            for _ in parallel_map(render, renders, workers=workers, chunksize=1,
+            for _ in progress_map(render, renders, workers=workers, chunksize=1, backend=backend,
                                   progress=None if quiet else "rendering"):
                 rendered += 1
         except KeyboardInterrupt:

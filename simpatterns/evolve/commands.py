@@ -7,9 +7,9 @@ from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.table import Table
-from simpatterns.cli_support import fail, out as console, print_table
 
-from simpatterns.parallel import executor_options
+from simpatterns.cli_support import executor_options, fail, out as console, print_table
+from simpatterns.parallel import LOCAL, Backend
 
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
@@ -96,6 +96,7 @@ def discover_cmd(
     unsafe_sandbox: Annotated[bool, typer.Option(
         "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
         "stated minimum (namespaces and seccomp; see docs/sandbox.md).")] = False,
+    backend: Backend = LOCAL,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
     from simpatterns.detectors.library import LibraryError, resolve_library
@@ -103,13 +104,11 @@ def discover_cmd(
     from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
     from simpatterns.evolve.fitness import FITNESS_KINDS
     from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.sandbox.pool import SandboxError, allow_unsafe
+    from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
         _fail("give exactly one of --llm SPEC or --offline")
-    if unsafe_sandbox:
-        allow_unsafe()
     try:
         specs, evolve_table = load_labels(labels)
         overrides = dict(evolve_table)
@@ -170,7 +169,8 @@ def discover_cmd(
     try:
         with _ProgressView(not quiet) as view:
             job = DiscoveryJob(trace_list, specs, base, rdir, library, proposer, cfg, resume=resume,
-                               reasoning_texts=texts, traces_id=traces_id, progress=view)
+                               reasoning_texts=texts, traces_id=traces_id, progress=view,
+                               backend=backend, unsafe=unsafe_sandbox)
             job.run()
     except (JobError, LibraryError, SandboxError) as exc:
         _fail(str(exc))

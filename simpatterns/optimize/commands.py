@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import NoReturn, Optional
 
 import typer
-from simpatterns.cli_support import err, fail, interrupted, out as console, print_table
-from simpatterns.parallel import executor_options
+
+from simpatterns.cli_support import err, executor_options, fail, interrupted, out as console, print_table
+from simpatterns.parallel import LOCAL, Backend
 
 
 
@@ -67,6 +68,7 @@ def optimize(
     trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
     out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
                                             help="write the result (with the curve) as JSON (folders are created)"),
+    backend: Backend = LOCAL,
 ) -> None:
     """Simulated annealing (or random search) over the red ball's (x, y, r)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -123,7 +125,8 @@ def optimize(
         except CheckpointError as exc:
             _fail(str(exc))
     try:
-        with progress, RolloutPool(objective, workers if parallel else 1, checkpoint=checkpoint) as pool:
+        with progress, RolloutPool(objective, workers if parallel else 1, checkpoint=checkpoint,
+                                        backend=backend) as pool:
             task = progress.add_task(method, total=budget, best="-")
 
             def on_progress(done: int, total: int, best: float) -> None:
