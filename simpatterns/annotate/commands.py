@@ -67,6 +67,7 @@ def annotate_cmd(
         for i in sorted(report.rows):
             table.add_row(*report.rows[i].cells())
         print_table(table)
+    note(f"annotations -> {out if out else 'beside the traces'}")
     if report.exit_code:
         raise typer.Exit(report.exit_code)
 
