@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate_iter, trace_files
 from simpatterns.annotate.sandboxed import SandboxPolicy

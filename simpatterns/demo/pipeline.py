@@ -26,9 +26,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from simpatterns.parallel import Backend, make_executor
 # "The red ball hits something, then the green ball collides with the blue ball, and the
 # two touch at the end" for template 00000's scenes (green and blue balls).
 DEMO_GOAL = "the red ball hits something, then the green ball hits the blue ball, and they touch at the end"
-DEMO_PROGRAM = """# {goal}
+DEMO_PROGRAM = f"""# {DEMO_GOAL}
 AND(
     EVENT("collision start", {{"object_a": "red ball"}}),
     AFTER("collision start", "collision start",
@@ -47,7 +48,7 @@ AND(
           second_params={{"object_a": "green ball", "object_b": "blue ball"}}),
     TOUCHING("green ball", "blue ball", t=1.0),
 )
-""".format(goal=DEMO_GOAL)
+"""
 DEMO_TEMPLATES = ("00000", "00002", "00007", "00012")
 ANNEAL_GOAL = 2  # the second bucket
 
@@ -300,7 +301,12 @@ def _program(data: DatasetDone, annotations: list[Any], library: Any, folder: Pa
 
 def _anneal(folder: Path, budget: int, seed: int, library: Any) -> tuple[AnnealDone, Any]:
     from simpatterns.annotate.annotator import annotate
-    from simpatterns.envs.scenes import bucket_goal, bucket_goal_text, bucket_program_text, three_buckets
+    from simpatterns.envs.scenes import (
+        bucket_goal,
+        bucket_goal_text,
+        bucket_program_text,
+        three_buckets,
+    )
     from simpatterns.optimize import Objective, anneal
 
     scene = three_buckets()

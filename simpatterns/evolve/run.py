@@ -15,12 +15,19 @@ rejection counts and which budget ended the session.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from simpatterns.detectors.library import resolve_library
-from simpatterns.evolve.config import ConfigError, EvolveConfig, LabelSpec, load_labels, read_toml
+from simpatterns.evolve.config import (
+    ConfigError,
+    EvolveConfig,
+    LabelSpec,
+    load_labels,
+    read_toml,
+)
 from simpatterns.evolve.discovery import DiscoveryJob, traces_from_dir
 from simpatterns.evolve.fitness import FITNESS_KINDS
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer

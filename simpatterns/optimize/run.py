@@ -17,13 +17,24 @@ says ``interrupted`` and how many evaluations the checkpoint kept.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from simpatterns.files import WriteError, atomic_write_json, check_target
-from simpatterns.optimize.objective import CheckpointError, EvaluationLog, Objective, RolloutPool
-from simpatterns.optimize.search import AnnealConfig, SearchResult, anneal, random_search
+from simpatterns.optimize.objective import (
+    CheckpointError,
+    EvaluationLog,
+    Objective,
+    RolloutPool,
+)
+from simpatterns.optimize.search import (
+    AnnealConfig,
+    SearchResult,
+    anneal,
+    random_search,
+)
 from simpatterns.parallel import Backend
 from simpatterns.simulators.phyre import Scene
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from simpatterns.annotate.run import AnnotateError, Extras, annotate_paths, annotation_file
+from simpatterns.annotate.run import (
+    AnnotateError,
+    Extras,
+    annotate_paths,
+    annotation_file,
+)
 from simpatterns.annotation import Annotation
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import get_template, simulate

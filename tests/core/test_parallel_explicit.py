@@ -10,9 +10,16 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-import simpatterns.parallel as parallel
+from simpatterns import parallel
 from simpatterns.cli_support import executor_options
-from simpatterns.parallel import LOCAL, Backend, InlineExecutor, ProcessExecutor, make_executor, parallel_map
+from simpatterns.parallel import (
+    LOCAL,
+    Backend,
+    InlineExecutor,
+    ProcessExecutor,
+    make_executor,
+    parallel_map,
+)
 
 
 def _app(seen: list) -> typer.Typer:
@@ -81,8 +88,12 @@ def detect(trace, events):
 
 
 def test_unsafe_sandbox_is_a_parameter_not_the_environment(tmp_path):
-    from simpatterns.annotate.sandboxed import _SHARED, SandboxPolicy, close_shared_sandbox
     from simpatterns.annotate import annotate
+    from simpatterns.annotate.sandboxed import (
+        _SHARED,
+        SandboxPolicy,
+        close_shared_sandbox,
+    )
     from simpatterns.detectors.library import PatternLibrary
     from simpatterns.sandbox.pool import SandboxRefused
     from simpatterns.simulators.phyre import get_template, simulate

@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from simpatterns.optimize.run import OptimizeError, Outputs, SearchSettings, optimize_scene, resolve_scene
+from simpatterns.optimize.run import (
+    OptimizeError,
+    Outputs,
+    SearchSettings,
+    optimize_scene,
+    resolve_scene,
+)
 from simpatterns.trace import Trace
 
 SETTINGS = SearchSettings(method="random", budget=6, seed=2, keep_going=True)
