@@ -207,11 +207,6 @@ class ProgressBar:
             self._progress.refresh()
 
 
-def progress(description: str, total: int | None, *, quiet: bool = False) -> ProgressBar:
-    """A progress bar on stderr (done/total, elapsed, time left); none with ``quiet``."""
-    return ProgressBar(description, total, enabled=not quiet, console=err)
-
-
 def progress_map(fn: Callable[..., Any], items: Sequence[Any], *, progress: str | None = None,
                  **kwargs: Any) -> Iterator[tuple[int, Any]]:
     """`simpatterns.parallel.parallel_map` (same keywords: ``workers``, ``setup``,
