@@ -56,9 +56,7 @@ def _show(console: Console, event: Any) -> None:
             table.add_row(file, str(frames), str(events), top, "yes" if solved else "no")
         print_table(table, console)  # the rollout column is never cut
     elif isinstance(event, p.TextDone):
-        lines = event.text.splitlines()
-        more = [f"... ({len(lines) - SHOWN_LINES} more lines in annotation.txt)"] if len(lines) > SHOWN_LINES else []
-        console.print(escape("\n".join(lines[:SHOWN_LINES] + more)))
+        console.print(escape(event.excerpt(SHOWN_LINES)))
     elif isinstance(event, p.ProgramDone):
         _show_program(console, event)
     elif isinstance(event, p.AnnealDone):

@@ -88,6 +88,12 @@ class TextDone:
     rollout: str
     text: str
 
+    def excerpt(self, lines: int = 28) -> str:
+        """The first ``lines`` lines, and how many more annotation.txt holds."""
+        all_lines = self.text.splitlines()
+        more = [f"... ({len(all_lines) - lines} more lines in annotation.txt)"] if len(all_lines) > lines else []
+        return "\n".join(all_lines[:lines] + more)
+
 
 @dataclass(frozen=True)
 class ProgramDone:

@@ -75,18 +75,6 @@ def test_parallel_map_advances_any_progress_object():
     assert count.n == 3
 
 
-EVOLVED = '''
-PATTERN = "early frame"
-DESCRIPTION = "The first frame of the rollout."
-DEPENDS = []
-PARAMS = ["object"]
-
-
-def detect(trace, events):
-    return [(0, {"object": trace.names[0]})]
-'''
-
-
 def test_unsafe_sandbox_is_a_parameter_not_the_environment(tmp_path):
     from simpatterns.annotate import annotate
     from simpatterns.annotate.sandboxed import (
@@ -98,14 +86,16 @@ def test_unsafe_sandbox_is_a_parameter_not_the_environment(tmp_path):
     from simpatterns.sandbox.pool import SandboxRefused
     from simpatterns.simulators.phyre import get_template, simulate
 
-    trace = simulate(get_template("00000").variant_scene(0), None, max_steps=60).trace
-    lib = PatternLibrary()
-    lib.add(EVOLVED, provenance="evolved")
+    trace = simulate(get_template("00000").variant_scene(0), [0.5, 0.9, 0.5], max_steps=200).trace
+    builtin = PatternLibrary.builtin()
+    lib = PatternLibrary()  # a built-in detector's code, as if an LLM had written it: it runs in the sandbox
+    lib.add(builtin.get("collision start").source, provenance="evolved")
+    expected = annotate(trace, builtin.subset(["collision start"])).pattern_events["collision start"]
     before = dict(os.environ)
     try:
         ann = annotate(trace, lib, sandbox=SandboxPolicy(unsafe=True))
         assert _SHARED.sandbox is not None and _SHARED.sandbox.unsafe
-        assert ann.pattern_events["early frame"] == [(0, {"object": trace.names[0]})]
+        assert expected and ann.pattern_events["collision start"] == expected
         try:  # the next call without it gets a sandbox of its own, not the unsafe one
             annotate(trace, lib, sandbox=SandboxPolicy())
             assert not _SHARED.sandbox.unsafe
