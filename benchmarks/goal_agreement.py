@@ -28,7 +28,7 @@ from goal_rollouts import cases, rollout  # noqa: E402
 
 from simpatterns.dsl import RewardProgram  # noqa: E402
 from simpatterns.files import atomic_write_json  # noqa: E402
-from simpatterns.parallel import parallel_map  # noqa: E402
+from simpatterns.cli_support import progress_map  # noqa: E402
 
 GOALS = ROOT / "examples" / "goals"
 
@@ -66,7 +66,7 @@ def main() -> None:
     args = ap.parse_args()
     todo = cases(args.variants)
     t0 = time.perf_counter()
-    done = [r for _, r in parallel_map(run_case, todo, workers=args.workers, progress="rollouts") if r]
+    done = [r for _, r in progress_map(run_case, todo, workers=args.workers, progress="rollouts") if r]
     wall = time.perf_counter() - t0
     rows = [(d["case"], r) for d in done for r in d["rows"]]
     agree = sum(r["dsl"] == r["direct"] for _, r in rows)

@@ -30,7 +30,6 @@ the neighbours' load.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import resource
 import shutil
@@ -43,14 +42,11 @@ from typing import Any, Callable
 
 from simpatterns.annotate.annotator import annotate_many
 from simpatterns.detectors.library import PatternLibrary
+from simpatterns.parallel import Backend
 from simpatterns.simulators.dataset import build_dataset, plan_jobs
 from simpatterns.simulators.phyre import TEMPLATES
 from machine import machine_line
 
-try:  # absent before the Ray backend: the script then measures the local pool only
-    from simpatterns.parallel import use_backend
-except ImportError:  # pragma: no cover - older checkouts
-    use_backend = None
 
 
 def cpu_s() -> float:
@@ -99,7 +95,7 @@ def main() -> None:
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
 
-    ray_ok = use_backend is not None and not args.no_ray
+    ray_ok = not args.no_ray
     if ray_ok:
         try:
             import ray
@@ -117,8 +113,7 @@ def main() -> None:
         def go() -> list[dict]:
             out = root / f"ds-{backend}-{workers}"
             shutil.rmtree(out, ignore_errors=True)  # every rep simulates from scratch
-            with use_backend(backend) if use_backend else contextlib.nullcontext():
-                return build_dataset(jobs, out, workers=workers)
+            return build_dataset(jobs, out, workers=workers, backend=Backend(backend))
         return go
 
     def command(*argv: str) -> Callable[[], int]:
@@ -131,8 +126,7 @@ def main() -> None:
 
     def annotation(workers: int, backend: str) -> Callable[[], list]:
         def go() -> list:
-            with use_backend(backend) if use_backend else contextlib.nullcontext():
-                return annotate_many(paths, lib, workers=workers)
+            return annotate_many(paths, lib, workers=workers, backend=Backend(backend))
         return go
 
     try:

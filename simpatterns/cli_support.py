@@ -27,8 +27,15 @@ fails through this module, so all of them behave alike:
   (``--full/--no-full``); defaults are shown in ``--help``.
   ``tests/core/test_cli_conventions.py`` checks these over every command.
 
-This module sits at the bottom of the layers (it imports only ``files`` and
-``parallel`` of ours), so every package's commands may use it.
+- **Where work runs.** `executor_options` gives a command ``--executor`` and
+  ``--address`` and hands it the checked `simpatterns.parallel.Backend`, which
+  the command passes to the library function it calls. `ProgressBar` is the
+  progress bar every long job draws on stderr (`progress_map`: a parallel map
+  with one).
+
+This module sits just above ``files`` and ``parallel`` (the only modules of
+ours it imports), so every package may use it: commands for their output, the
+library for `ProgressBar` and `progress_map`.
 """
 
 from __future__ import annotations
@@ -37,10 +44,11 @@ import os
 import shlex
 import signal
 import sys
+import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -48,7 +56,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from typer.core import TyperGroup
 
-from simpatterns.parallel import ProgressBar
+from simpatterns.parallel import Backend, parallel_map
 
 try:  # typer >= 0.22 vendors its own copy of click
     from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found]
@@ -145,9 +153,107 @@ def print_table(table: Table, console: Console | None = None) -> None:
 
 
 # --------------------------------------------------------------- progress and interrupts
-def progress(description: str, total: int | None, *, quiet: bool = False) -> ProgressBar:
-    """A progress bar on stderr (done/total, elapsed, time left); none with ``quiet``."""
-    return ProgressBar(description, total, enabled=not quiet, console=err)
+class ProgressBar:
+    """A progress bar on stderr with done/total, elapsed and remaining time.
+
+    Use as a context manager; `advance` after each finished item and `log` for
+    a line above the bar. ``enabled=False`` makes every call a no-op. ``console``:
+    a Rich console (default: `err`, stderr)."""
+
+    def __init__(self, description: str, total: int | None, enabled: bool = True, console: Any = None):
+        self.enabled = enabled
+        self._progress: Any = None
+        self._task: Any = None
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                  console=console or err, transient=False,
+                                  auto_refresh=False)  # no refresh thread: a pool forks safely
+        self._last_refresh = 0.0
+        self._task = self._progress.add_task(description, total=total)
+
+    def __enter__(self) -> "ProgressBar":
+        if self._progress is not None:
+            self._progress.start()
+            self._progress.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.refresh()
+            self._progress.stop()
+
+    def advance(self, n: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+            now = time.monotonic()
+            if now - self._last_refresh > 0.1:  # redrawn as items finish, at most 10 times a second
+                self._last_refresh = now
+                self._progress.refresh()
+
+    def log(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(message, markup=False, highlight=False)
+            self._progress.refresh()
+
+
+def progress_map(fn: Callable[..., Any], items: Sequence[Any], *, progress: str | None = None,
+                 **kwargs: Any) -> Iterator[tuple[int, Any]]:
+    """`simpatterns.parallel.parallel_map` (same keywords: ``workers``, ``setup``,
+    ``backend``, ...) with a `ProgressBar` labelled ``progress`` on stderr when given."""
+    with ProgressBar(progress or "", len(items), enabled=progress is not None) as bar:
+        yield from parallel_map(fn, items, progress=bar, **kwargs)
+
+
+# --------------------------------------------------------------- where work runs
+EXECUTOR_HELP = "where work runs: 'local' (this machine's processes) or 'ray' (a Ray cluster; needs the ray extra)"
+ADDRESS_HELP = "with --executor ray: the address of an existing Ray cluster (default: start a local one)"
+
+
+def executor_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a typer command that maps work the ``--executor`` and ``--address`` options
+    (named and explained the same on every command) in place of its ``backend``
+    parameter: the command gets the checked `Backend` as ``backend=`` and passes it to
+    what it runs. A bad value or a missing Ray install exits with one line."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(command, eval_str=True)
+    if "backend" not in signature.parameters:
+        raise TypeError(f"{command.__name__} must take a 'backend' parameter to use --executor")
+    extra = [
+        inspect.Parameter("executor", inspect.Parameter.KEYWORD_ONLY, annotation=str,
+                          default=typer.Option("local", "--executor", help=EXECUTOR_HELP)),
+        inspect.Parameter("address", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                          default=typer.Option(None, "--address", help=ADDRESS_HELP)),
+    ]
+
+    @functools.wraps(command)
+    def run(*args: Any, executor: str = "local", address: str | None = None, **kwargs: Any) -> Any:
+        try:
+            backend = Backend.from_options(executor, address)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        return command(*args, backend=backend, **kwargs)
+
+    params = [p for p in signature.parameters.values() if p.name != "backend"]
+    tail = [p for p in params if p.kind == inspect.Parameter.VAR_KEYWORD]
+    run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in params if p.kind != inspect.Parameter.VAR_KEYWORD] + extra + tail)
+    run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "backend"},
+                           "executor": str, "address": Optional[str]}
+    return run
 
 
 def command_line(drop: Sequence[str] = ()) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 
-from simpatterns.cli_support import fail, interrupted
+from simpatterns.cli_support import executor_options, fail, interrupted
 from simpatterns.llm.commands import (
     APIKey,
     BaseURL,
@@ -19,7 +19,7 @@ from simpatterns.llm.commands import (
     Retries,
     Timeout,
 )
-from simpatterns.parallel import executor_options
+from simpatterns.parallel import LOCAL, Backend
 
 agent_app = typer.Typer(help="Agents on PHYRE tasks: PHYRE's folds and AUCCESS, baselines, language models.",
                         no_args_is_help=True)
@@ -166,6 +166,7 @@ def eval_cmd(
     cache: Cache = None,
     workers: Workers = 1,
     report: bool = typer.Option(True, "--report/--no-report", help="Write the report when done."),
+    backend: Backend = LOCAL,
 ) -> None:
     """Run agents on test tasks (resumable); prints the AUCCESS table."""
     from simpatterns.agents.feedback import FEEDBACK
@@ -189,7 +190,7 @@ def eval_cmd(
 
     opened: list = []
     try:
-        outcome = evaluate(out, config, conditions, workers=workers, cache_dir=cache,
+        outcome = evaluate(out, config, conditions, workers=workers, backend=backend, cache_dir=cache,
                            client_factory=_client_factory(llm, base_url, model, api_key, grammar, timeout, retries,
                                                           max_requests, max_total_tokens, opened, choice_grammar,
                                                           "llm" in names and _shows_images(scene_view, fbs)),
@@ -316,6 +317,7 @@ def library_curve_cmd(
     max_total_tokens: MaxTotalTokens = None,
     cache: Cache = None,
     workers: Workers = 1,
+    backend: Backend = LOCAL,
 ) -> None:
     """AUCCESS against library size (§4.2): the language-model agent shown random pattern subsets of growing size."""
     from simpatterns.agents.report import markdown_table, write_study_report
@@ -334,6 +336,7 @@ def library_curve_cmd(
                            [], choice_grammar, _shows_images(scene_view, feedback))
     curve = _run_study(out, make, lambda client: library_curve(
         config, cond, client, out, size_list, trials, seed, cap=cap, library=lib, cache_dir=cache, workers=workers,
+        backend=backend,
         log=lambda s: typer.echo(s, err=True)))
     m = curve["metric"]
     typer.echo(markdown_table(["patterns shown", "trials", f"mean {m} %", "95% interval"],
@@ -376,6 +379,7 @@ def importance_cmd(
     max_total_tokens: MaxTotalTokens = None,
     cache: Cache = None,
     workers: Workers = 1,
+    backend: Backend = LOCAL,
 ) -> None:
     """Leave-one-out importance (§4.4) on agents: drop a pattern and its dependents; importance = % AUCCESS drop."""
     from simpatterns.agents.report import markdown_table, write_study_report
@@ -395,6 +399,7 @@ def importance_cmd(
                            [], choice_grammar, _shows_images(scene_view, feedback))
     imp = _run_study(out, make, lambda client: importance(
         config, cond, client, out, held, repeats, cap=cap, library=lib, cache_dir=cache, workers=workers,
+        backend=backend,
         log=lambda s: typer.echo(s, err=True)))
     m = imp["metric"]
     typer.echo(f"full library: {m} {100 * imp['baseline']:.1f} %")
@@ -455,6 +460,7 @@ def phyre_cache_cmd(
     seed: int = typer.Option(42, "--seed", help="Seed of PHYRE's action list (42: PHYRE's simulation cache)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma list of task ids (default: every task)."),
     workers: Workers = 1,
+    backend: Backend = LOCAL,
 ) -> None:
     """Simulate PHYRE's cached action list on our tasks: a SimulationCache for code written for PHYRE."""
     from simpatterns.agents.phyre_compat.simulation_cache import build_simulation_cache, get_cache_folder
@@ -463,7 +469,8 @@ def phyre_cache_cmd(
     ids = _split(tasks) if tasks else list(all_task_ids())
     folder = out if out is not None else get_cache_folder(actions) / "ball"
     try:
-        cache = build_simulation_cache(folder, ids, actions, seed=seed, workers=workers, progress="phyre cache")
+        cache = build_simulation_cache(folder, ids, actions, seed=seed, workers=workers, progress="phyre cache",
+                                       backend=backend)
     except KeyboardInterrupt:
         interrupted("nothing written (a cache is written whole)", resume=False)
     except (TaskError, ValueError) as exc:

@@ -38,7 +38,8 @@ import numpy as np
 
 from simpatterns.agents.tasks import Task
 from simpatterns.files import atomic_write_json
-from simpatterns.parallel import parallel_map
+from simpatterns.cli_support import progress_map
+from simpatterns.parallel import Backend
 from simpatterns.simulators.phyre import check_action, quantize_action, simulate
 from simpatterns.simulators.phyre.physics import ACTION_MIN_RADIUS, ACTION_POSITION_SCALE, ACTION_RADIUS_RANGE
 
@@ -250,7 +251,8 @@ class MenuStore:
         return menu
 
     def get_many(self, tasks: Iterable[str], workers: int = 1, progress: str | None = None,
-                 on_built: Callable[[Menu], None] | None = None) -> dict[str, Menu]:
+                 on_built: Callable[[Menu], None] | None = None,
+                 backend: Backend | None = None) -> dict[str, Menu]:
         """Menus of ``tasks``, building the missing ones over ``workers`` processes. Each
         is saved as soon as it is built, so an interrupted call keeps what it finished."""
         out: dict[str, Menu] = {}
@@ -262,8 +264,8 @@ class MenuStore:
             else:
                 out[menu.task] = menu
         if missing:
-            for _, menu in parallel_map(_build, [(t, self.bins, self.scan) for t in missing], workers=workers,
-                                        progress=progress, chunksize=1):
+            for _, menu in progress_map(_build, [(t, self.bins, self.scan) for t in missing], workers=workers,
+                                        progress=progress, chunksize=1, backend=backend):
                 self.save(menu)
                 out[menu.task] = menu
                 if on_built is not None:

@@ -47,7 +47,8 @@ from simpatterns.agents.menu import DEFAULT_BINS, Menu, MenuStore
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS
 from simpatterns.agents.tasks import Task, normalize_task_id, template_of
 from simpatterns.files import atomic_write_json, atomic_write_lines
-from simpatterns.parallel import WorkerSetup, parallel_map
+from simpatterns.cli_support import ProgressBar, progress_map
+from simpatterns.parallel import Backend, WorkerSetup
 
 RUN_FORMAT = "simpatterns-agent-run"
 RUN_VERSION = 1
@@ -286,6 +287,7 @@ def evaluate(
     conditions: Sequence[Condition],
     *,
     workers: int = 1,
+    backend: Backend | None = None,
     cache_dir: str | os.PathLike | None = None,
     client_factory: Callable[[Path], Any] | None = None,
     library=None,
@@ -295,7 +297,8 @@ def evaluate(
     """Run every (condition, seed, test task) episode not yet in ``run_dir``.
 
     ``client_factory(run_dir)`` returns the `LLMClient` for ``llm/*`` conditions
-    (called once, only if such episodes are pending). ``library``: the pattern
+    (called once, only if such episodes are pending). ``backend``: where menus and
+    simulated episodes run (None: this machine's processes). ``library``: the pattern
     library the annotations come from (default: the built-in one).
     """
     run_dir = Path(run_dir)
@@ -336,7 +339,8 @@ def evaluate(
     missing = [t for t in all_tasks if store.cached(t) is None]
     if missing:
         log(f"building menus of {len(missing)} tasks ({config.bins}^3 grid, scan {config.scan}) in {store.dir}")
-    menus = store.get_many(all_tasks, workers=workers, progress="menus" if progress else None)
+    menus = store.get_many(all_tasks, workers=workers, progress="menus" if progress else None,
+                           backend=backend)
     run["menus"] = {t: {"choices": len(menus[t]), "solving": len(menus[t].solving), "known": menus[t].known,
                         "added_solution": menus[t].added_solution} for t in sorted({t for ts in tests.values()
                                                                                      for t in ts})}
@@ -362,7 +366,7 @@ def evaluate(
         if sim_units:
             test_menus = {t: menus[t] for s in seeds for t in tests[s]}
             setup = WorkerSetup(_worker_state, (test_menus, memory, conditions, templates, config.budget))
-            for _, rec in parallel_map(_run_item, sim_units, workers=workers, setup=setup,
+            for _, rec in progress_map(_run_item, sim_units, workers=workers, setup=setup, backend=backend,
                                        progress="episodes" if progress else None, chunksize=1):
                 episodes.append(rec)
                 outcome.done += 1
@@ -371,8 +375,6 @@ def evaluate(
                 raise RunError("llm conditions need a language model: pass --llm (and --base-url)")
             client = client_factory(run_dir)
             agents: dict[str, Agent] = {}
-            from simpatterns.parallel import ProgressBar
-
             with ProgressBar("llm episodes", len(llm_units), enabled=progress) as bar:
                 for name, s, tid in llm_units:
                     if name not in agents:

@@ -33,6 +33,7 @@ import numpy as np
 from simpatterns.agents.episode import Episode
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS, auccess
 from simpatterns.agents.runner import Condition, EvalConfig, RunError, evaluate
+from simpatterns.parallel import Backend
 from simpatterns.qa.studies import check_labels, curve_study, importance_study
 
 
@@ -58,10 +59,11 @@ def episode_scores(episodes: Sequence[Episode], condition: str, cap: int = MAX_T
 
 
 def _scorer(config: EvalConfig, condition: Condition, client: Any, cap: int, library: Any, cache_dir: Any,
-            workers: int, log: Callable[[str], None] | None) -> Callable[[list[str] | None, Path, int], np.ndarray]:
+            workers: int, log: Callable[[str], None] | None, backend: Backend | None = None
+            ) -> Callable[[list[str] | None, Path, int], np.ndarray]:
     def score_view(visible: list[str] | None, run_dir: Path, repeat: int) -> np.ndarray:
         cond = view_condition(condition, visible, repeat)
-        outcome = evaluate(run_dir, config, [cond], workers=workers, cache_dir=cache_dir,
+        outcome = evaluate(run_dir, config, [cond], workers=workers, backend=backend, cache_dir=cache_dir,
                            client_factory=lambda _: client, library=library, log=log or (lambda s: None))
         scores = episode_scores(outcome.episodes, cond.name, cap)
         if scores.size == 0:
@@ -94,12 +96,12 @@ def _check_cap(cap: int) -> None:
 def library_curve(config: EvalConfig, condition: Condition, client: Any, out_dir: str | os.PathLike,
                   sizes: Sequence[int], trials: int = 3, seed: int = 0, *, cap: int = MAX_TEST_ATTEMPTS,
                   library: Any = None, cache_dir: str | os.PathLike | None = None, workers: int = 1,
-                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  log: Callable[[str], None] | None = None, backend: Backend | None = None) -> dict[str, Any]:
     """AUCCESS against the number of patterns shown: ``trials`` random subsets per size (``curve.json``)."""
     _check_cap(cap)
     library = _library(library)
     view_condition(condition, None)  # an llm condition
-    score = _scorer(config, condition, client, cap, library, cache_dir, workers, log)
+    score = _scorer(config, condition, client, cap, library, cache_dir, workers, log, backend)
     return curve_study(library.order(), score, out_dir, sizes, trials, seed, metric=metric_name(cap),
                        info=_info(config, condition, cap), log=log)
 
@@ -107,13 +109,13 @@ def library_curve(config: EvalConfig, condition: Condition, client: Any, out_dir
 def importance(config: EvalConfig, condition: Condition, client: Any, out_dir: str | os.PathLike,
                labels: Sequence[str] | None = None, repeats: int = 1, *, cap: int = MAX_TEST_ATTEMPTS,
                library: Any = None, cache_dir: str | os.PathLike | None = None, workers: int = 1,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+               log: Callable[[str], None] | None = None, backend: Backend | None = None) -> dict[str, Any]:
     """Leave-one-out: each pattern removed with its dependents; importance = % AUCCESS drop
     (``importance.json``)."""
     _check_cap(cap)
     library = _library(library)
     view_condition(condition, None)
     check_labels(library, labels)
-    score = _scorer(config, condition, client, cap, library, cache_dir, workers, log)
+    score = _scorer(config, condition, client, cap, library, cache_dir, workers, log, backend)
     return importance_study(library, score, out_dir, labels, repeats, metric=metric_name(cap),
                             info=_info(config, condition, cap), log=log)

@@ -47,7 +47,8 @@ from simpatterns.annotate.sandboxed import DEFAULT_POLICY, SandboxPolicy, run_un
 from simpatterns.annotation import Annotation, EventList
 from simpatterns.detectors.contract import Detector, DetectorError, validate_events
 from simpatterns.detectors.library import PatternLibrary
-from simpatterns.parallel import Executor, ProgressBar, WorkerSetup, make_executor, runs_inline
+from simpatterns.cli_support import ProgressBar
+from simpatterns.parallel import Backend, Executor, WorkerSetup, make_executor, runs_inline
 from simpatterns.sandbox.gate import check_untrusted
 from simpatterns.trace import Trace, TraceFormatError
 
@@ -127,10 +128,10 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
 
 
 # ----------------------------------------------------------------- many traces
-def _library_setup(library: PatternLibrary, workers: int) -> WorkerSetup:
+def _library_setup(library: PatternLibrary, workers: int, backend: Backend | None) -> WorkerSetup:
     """The library in every worker: itself in this process, else rebuilt once per worker
     from its spec (records and sources; detectors hold functions, which do not pickle)."""
-    if runs_inline(workers):
+    if runs_inline(workers, backend):
         return WorkerSetup(_same, (library,))
     return WorkerSetup(PatternLibrary.from_spec, (library.to_spec(),))
 
@@ -184,6 +185,7 @@ def annotate_iter(
     on_error: str = "raise",
     sandbox: SandboxPolicy | None = None,
     save_to: Sequence[str | os.PathLike] | None = None,
+    backend: Backend | None = None,
 ) -> Iterator[tuple[int, Annotation]]:
     """Annotate many traces (objects or ``.npz`` paths), yielding ``(index, annotation)``
     as each trace is done (with ``workers > 1`` not necessarily in input order).
@@ -213,7 +215,7 @@ def annotate_iter(
     workers = max(1, min(workers, len(items)))
     # started here, not on the first result: a local pool forks now, before the caller's
     # progress bar starts a thread (forking a threaded process needs a slow fork server)
-    executor = make_executor(workers, _library_setup(library, workers))
+    executor = make_executor(workers, _library_setup(library, workers, backend), backend=backend)
     return _run(items, ids, paths, library, executor, on_error, sandbox or DEFAULT_POLICY)
 
 
@@ -273,10 +275,12 @@ def annotate_many(
     trace_ids: Sequence[str] | None = None,
     on_error: str = "raise",
     sandbox: SandboxPolicy | None = None,
+    backend: Backend | None = None,
 ) -> list[Annotation]:
     """Annotate many traces (objects or ``.npz`` paths); results in input order.
 
-    ``workers > 1`` maps the work over a process pool (`simpatterns.parallel`); the
+    ``workers > 1`` maps the work over a process pool (`simpatterns.parallel`; on a Ray
+    cluster with ``backend=Backend("ray")``); the
     library travels as manifest records plus sources and is rebuilt once per worker.
     Trace ids default to the file path for paths and ``#i`` for trace objects.
     ``on_error="record"`` turns an unreadable trace file into an empty annotation
@@ -289,7 +293,7 @@ def annotate_many(
     out: list[Annotation | None] = [None] * len(items)
     with ProgressBar("annotating", len(items), enabled=progress) as bar:
         for i, ann in annotate_iter(items, library, workers, trace_ids=trace_ids, on_error=on_error,
-                                    sandbox=sandbox):
+                                    sandbox=sandbox, backend=backend):
             out[i] = ann
             bar.advance()
     return [a for a in out if a is not None]

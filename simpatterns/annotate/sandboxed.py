@@ -53,6 +53,7 @@ class SandboxPolicy:
     max_events_per_trace: int = 100_000
     batch_traces: int = 256  # traces per sandbox job (and held in memory at once)
     workers: int = 1  # fork servers of the shared sandbox (untrusted patterns of a phase run in parallel)
+    unsafe: bool = False  # run even where the machine gives less than the stated minimum (--unsafe-sandbox)
 
     def limits(self, n_traces: int) -> SandboxLimits:
         n_smoke = min(2, n_traces)
@@ -75,18 +76,21 @@ class _SharedSandbox:
         self.sandbox: Sandbox | None = None
         self.pid = 0
         self.workers = 0
+        self.unsafe = False
 
     def get(self, traces: Sequence[Trace], policy: SandboxPolicy) -> Sandbox:
         """The sandbox holding ``traces``; call with ``self.lock`` held."""
         from simpatterns.sandbox.pool import Sandbox  # the sandbox machinery only when it is used
 
-        if self.sandbox is not None and (self.pid != os.getpid() or self.workers != max(1, policy.workers)):
+        if self.sandbox is not None and (self.pid != os.getpid() or self.workers != max(1, policy.workers)
+                                         or self.unsafe != policy.unsafe):
             if self.pid == os.getpid():
                 self.sandbox.close()
             self.sandbox = None  # inherited through fork: its servers belong to the parent
         if self.sandbox is None:
-            self.sandbox = Sandbox(traces, workers=policy.workers, limits=policy.limits(len(traces)))
-            self.pid, self.workers = os.getpid(), max(1, policy.workers)
+            self.sandbox = Sandbox(traces, workers=policy.workers, limits=policy.limits(len(traces)),
+                                   unsafe=policy.unsafe)
+            self.pid, self.workers, self.unsafe = os.getpid(), max(1, policy.workers), policy.unsafe
         else:
             self.sandbox.load_traces(traces)
         # the parent-side event check reads the sandbox's own limits

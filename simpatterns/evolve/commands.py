@@ -7,9 +7,9 @@ from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.table import Table
-from simpatterns.cli_support import fail, out as console, print_table
 
-from simpatterns.parallel import executor_options
+from simpatterns.cli_support import executor_options, fail, out as console, print_table
+from simpatterns.parallel import LOCAL, Backend
 
 evolve_app = typer.Typer(help="Inspect pattern-discovery runs.", no_args_is_help=True)
 
@@ -19,7 +19,8 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 
 class _ProgressView:
-    """A rich progress bar per label; the description shows the best fitness per island."""
+    """A rich progress bar per label; the description shows the best fitness per island.
+    Drawn from the first progress record on: a run refused before it starts prints nothing."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -27,12 +28,6 @@ class _ProgressView:
         self._tasks: dict[str, Any] = {}
 
     def __enter__(self) -> "_ProgressView":
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), console=console)
-            self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -40,8 +35,14 @@ class _ProgressView:
             self._progress.stop()
 
     def __call__(self, info: dict[str, Any]) -> None:
-        if self._progress is None:
+        if not self.enabled:
             return
+        if self._progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), console=console)
+            self._progress.start()
         label = info["label"]
         if label not in self._tasks:
             self._tasks[label] = self._progress.add_task(label, total=info["budget"])
@@ -96,104 +97,50 @@ def discover_cmd(
     unsafe_sandbox: Annotated[bool, typer.Option(
         "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
         "stated minimum (namespaces and seccomp; see docs/sandbox.md).")] = False,
+    backend: Backend = LOCAL,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""
-    from simpatterns.detectors.library import LibraryError, resolve_library
-    from simpatterns.evolve.config import ConfigError, EvolveConfig, load_labels, read_toml
-    from simpatterns.evolve.discovery import DiscoveryJob, JobError, traces_from_dir
-    from simpatterns.evolve.fitness import FITNESS_KINDS
-    from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
-    from simpatterns.sandbox.pool import SandboxError, allow_unsafe
+    from simpatterns.detectors.library import LibraryError
+    from simpatterns.evolve.config import ConfigError
+    from simpatterns.evolve.discovery import JobError
+    from simpatterns.evolve.run import DiscoverError, Overrides, discover
+    from simpatterns.llm import LLMError, make_client
+    from simpatterns.sandbox.pool import SandboxError
     from simpatterns.trace import TraceFormatError
 
     if offline == (llm is not None):
         _fail("give exactly one of --llm SPEC or --offline")
-    if unsafe_sandbox:
-        allow_unsafe()
-    try:
-        specs, evolve_table = load_labels(labels)
-        overrides = dict(evolve_table)
-        if config is not None:
-            overrides.update(read_toml(config).get("evolve", read_toml(config)))
-        cfg = EvolveConfig.from_json(overrides, where=str(config or labels))
-    except ConfigError as exc:
-        _fail(str(exc))
-    for name, value in (("seed", seed), ("samples_per_label", budget), ("workers", workers),
-                        ("batch_size", batch), ("self_discovery", self_discovery),
-                        ("max_total_tokens", max_total_tokens), ("max_wall_s", max_wall_s)):
-        if value is not None:
-            setattr(cfg, name, value)
-    if fitness is not None:
-        if fitness not in FITNESS_KINDS:
-            _fail(f"--fitness must be one of {', '.join(FITNESS_KINDS)}; got {fitness!r}")
-        cfg.fitness.kind = fitness
-    if theta is not None:
-        cfg.fitness.theta = theta
-    if prompt is not None:
-        cfg.prompt = prompt
-    if cfg.prompt not in ("auto", "full", "compact"):
-        _fail(f"prompt mode must be auto, full or compact, got {cfg.prompt!r}")
     if concurrency is not None and concurrency < 1:
         _fail(f"--concurrency must be >= 1, got {concurrency}")
     if timeout is not None and timeout <= 0:
         _fail(f"--timeout must be > 0 seconds, got {timeout:g}")
-    try:
-        trace_list, traces_id = traces_from_dir(traces)
-    except (JobError, TraceFormatError, FileNotFoundError) as exc:
-        _fail(str(exc))
-    try:
-        base = resolve_library(base_library)
-    except LibraryError as exc:
-        _fail(str(exc))
-    texts = []
-    for p in reasoning or []:
-        try:
-            texts.append(p.read_text())
-        except OSError as exc:
-            _fail(f"{p}: cannot read reasoning text ({exc})")
-    client = None
-    if offline:
-        proposer: Any = OfflineProposer()
-    else:
-        from simpatterns.llm import LLMError, make_client
 
-        try:
-            client = make_client(llm, base_url=base_url, model=model, transcript=record,
-                                 concurrency="auto" if concurrency is None else concurrency,
-                                 default_concurrency=max(1, cfg.batch_size),
-                                 timeout_s="auto" if timeout is None else timeout,
-                                 max_total_tokens=cfg.max_total_tokens)
-        except LLMError as exc:
-            _fail(str(exc))
-        proposer = LLMProposer(client, temperature=cfg.llm_temperature, max_tokens=cfg.llm_max_tokens)
-    rdir = run_dir or library.with_name(library.name + ".run")
+    def client_for(cfg):
+        return make_client(llm, base_url=base_url, model=model, transcript=record, max_total_tokens=cfg.max_total_tokens,
+                           concurrency="auto" if concurrency is None else concurrency,
+                           default_concurrency=max(1, cfg.batch_size), timeout_s="auto" if timeout is None else timeout)
+
+    overrides = Overrides(seed, budget, workers, batch, self_discovery, max_total_tokens, max_wall_s, fitness, theta,
+                          prompt)
     try:
         with _ProgressView(not quiet) as view:
-            job = DiscoveryJob(trace_list, specs, base, rdir, library, proposer, cfg, resume=resume,
-                               reasoning_texts=texts, traces_id=traces_id, progress=view)
-            job.run()
-    except (JobError, LibraryError, SandboxError) as exc:
+            report = discover(traces, labels, library, base_library=base_library, config=config, overrides=overrides,
+                              client_factory=None if offline else client_for, run_dir=run_dir, resume=resume,
+                              reasoning=reasoning or [], progress=view, backend=backend, unsafe=unsafe_sandbox)
+    except (ConfigError, JobError, TraceFormatError, FileNotFoundError, LibraryError, SandboxError, LLMError,
+            DiscoverError) as exc:
         _fail(str(exc))
-    finally:
-        if client is not None:
-            client.close()
-    table = Table(title=f"discovery: {len(trace_list)} traces, run {rdir}")
+    table = Table(title=f"discovery: {report.traces} traces, run {report.run_dir}")
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
         table.add_column(col)
-    for rec in job.state.done:
-        scored = rec.program is not None and "gain" in rec.program.parts
-        fit = rec.program.fitness if scored and rec.program is not None else None
-        gain = "-" if fit is None else f"{fit - rec.baseline:+.5g}"
-        table.add_row(str(rec.label), str(rec.samples), "yes" if rec.accepted else "no",
-                      "-" if fit is None else f"{fit:.5g}", gain, str(rec.why or ""))
+    for row in report.rows:
+        table.add_row(*row.cells())
     print_table(table)
-    if job.state.rejections:
-        console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in sorted(job.state.rejections.items(),
-                                                                               key=lambda kv: -kv[1])))
-    accepted = sum(1 for r in job.state.done if r.accepted)
-    console.print(f"library: {library} ({accepted} accepted this run); report: "
-                  f"simpatterns evolve report {rdir}")
-    console.print(f"stopped: {job.stop_reason}")  # the last line: which budget ended it
+    if report.rejections:
+        console.print("rejections: " + ", ".join(f"{k} {v}" for k, v in report.rejections))
+    console.print(f"library: {library} ({report.accepted} accepted this run); report: "
+                  f"simpatterns evolve report {report.run_dir}")
+    console.print(f"stopped: {report.stop_reason}")  # the last line: which budget ended it
 
 
 @evolve_app.command("report")

@@ -41,6 +41,7 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -64,6 +65,7 @@ from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
 from simpatterns.files import atomic_write_json
 from simpatterns.llm.client import resolve_prompt_mode
+from simpatterns.parallel import Backend
 from simpatterns.sandbox.distributed import ExecutorSandbox, open_sandbox
 from simpatterns.sandbox.pool import Sandbox
 from simpatterns.trace import Trace
@@ -90,6 +92,8 @@ class DiscoveryJob:
         traces_id: str | None = None,
         progress: ProgressFn | None = None,
         sandbox_factory: Callable[..., Sandbox | ExecutorSandbox] | None = None,
+        backend: Backend | None = None,
+        unsafe: bool = False,
     ):
         self.traces = list(traces)
         if len(self.traces) < 3:
@@ -102,7 +106,8 @@ class DiscoveryJob:
         self.resume = resume
         self.reasoning_texts = list(reasoning_texts)
         self.progress = progress
-        self.sandbox_factory = sandbox_factory or open_sandbox  # on the process's backend
+        # the sandbox on ``backend`` (None: this machine); ``unsafe``: what --unsafe-sandbox asks
+        self.sandbox_factory = sandbox_factory or partial(open_sandbox, backend=backend, unsafe=unsafe)
         self.traces_id = traces_id or dist.dataset_hash(self.traces)
         self.labels = list(labels)
         self.state = JobState(self.config.seed, self.labels)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
-from simpatterns.parallel import Executor, WorkerSetup, make_executor
+from simpatterns.parallel import Backend, Executor, WorkerSetup, make_executor, runs_inline
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
 from simpatterns.simulators.phyre.physics import AGENT_NAME
 from simpatterns.trace import Trace
@@ -211,10 +211,13 @@ class RolloutPool:
     (`simpatterns.parallel`); each worker builds the objective once. Use as a context
     manager; results keep input order and do not depend on the number of workers.
     With a ``checkpoint`` (`EvaluationLog`) evaluations it holds are replayed and new
-    ones are added to it as each batch finishes."""
+    ones are added to it as each batch finishes. ``backend``: where the workers run (None:
+    this machine's processes)."""
 
-    def __init__(self, objective: Objective, workers: int = 1, checkpoint: EvaluationLog | None = None):
+    def __init__(self, objective: Objective, workers: int = 1, checkpoint: EvaluationLog | None = None,
+                 backend: Backend | None = None):
         self.objective = objective
+        self.backend = backend
         self.workers = max(1, int(workers))
         self.checkpoint = checkpoint
         self.replayed = 0
@@ -246,8 +249,9 @@ class RolloutPool:
         return out  # type: ignore[return-value]
 
     def _simulate(self, acts: list[list[float]]) -> list[Evaluation]:
-        if self.workers <= 1 or len(acts) <= 1:  # one rollout: no message round trip
+        if (self.workers <= 1 and runs_inline(1, self.backend)) or len(acts) <= 1:  # one rollout: no round trip
             return [self.objective.evaluate(a) for a in acts]
         if self._executor is None:  # workers start on the first batch and serve every later one
-            self._executor = make_executor(self.workers, WorkerSetup(_worker_objective, (self.objective,)))
+            self._executor = make_executor(self.workers, WorkerSetup(_worker_objective, (self.objective,)),
+                                           backend=self.backend)
         return self._executor.map(_evaluate, acts, chunksize=1)

@@ -8,8 +8,8 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 from rich.table import Table
 
-from simpatterns.cli_support import fail, interrupted, out as console, print_table, warn
-from simpatterns.parallel import executor_options
+from simpatterns.cli_support import executor_options, fail, interrupted, out as console, print_table, warn
+from simpatterns.parallel import LOCAL, Backend
 
 qa_app = typer.Typer(help="The Q&A benchmark: questions about rollouts, asked with or without annotations.",
                      no_args_is_help=True)
@@ -163,6 +163,7 @@ def generate_cmd(
     seed: SEED = 0,
     workers: WORKERS = 1,
     quiet: QUIET = False,
+    backend: Backend = LOCAL,
 ) -> None:
     """Simulate scene instances (solution or near-miss, 50/50) and write seeded questions with gold answers."""
     from collections import Counter
@@ -175,7 +176,8 @@ def generate_cmd(
                          else None)
     lib = _library(library)
     try:
-        qs = generate_dataset(out, cfg, lib, workers=workers, progress=not quiet, log=console.print)
+        qs = generate_dataset(out, cfg, lib, workers=workers, progress=not quiet, log=console.print,
+                              backend=backend)
     except (ValueError, LookupError) as exc:
         _fail(str(exc))
     fam = Counter(q.family for q in qs)
@@ -215,6 +217,7 @@ def eval_cmd(
     limit: LIMIT = None,
     workers: WORKERS = 1,
     quiet: QUIET = False,
+    backend: Backend = LOCAL,
 ) -> None:
     """Ask the questions under each condition; answers are checkpointed, a re-run resumes."""
     from simpatterns.qa.context import ContextBuilder
@@ -228,7 +231,7 @@ def eval_cmd(
     _require_images(client, settings.conditions)
     try:
         outcome = run_eval(qs, builder, client, out, settings, run_info=_run_info(questions, llm, client, library),
-                           progress=not quiet, workers=workers, log=console.print)
+                           progress=not quiet, workers=workers, log=console.print, backend=backend)
     except RunError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -349,6 +352,7 @@ def library_curve_cmd(
     no_record: NO_RECORD = False,
     limit: LIMIT = None,
     workers: WORKERS = 1,
+    backend: Backend = LOCAL,
 ) -> None:
     """Accuracy against library size (§4.2): random pattern subsets of growing size, several trials each."""
     from simpatterns.qa.report import plot_library_curve
@@ -360,7 +364,7 @@ def library_curve_cmd(
     try:
         size_list = parse_sizes(sizes, len(builder.library))
         curve = library_curve(qs, builder, client, out, size_list, trials, seed, settings, run_info=info,
-                              workers=workers, log=console.print)
+                              workers=workers, log=console.print, backend=backend)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -404,6 +408,7 @@ def importance_cmd(
     no_record: NO_RECORD = False,
     limit: LIMIT = None,
     workers: WORKERS = 1,
+    backend: Backend = LOCAL,
 ) -> None:
     """Leave-one-out importance (§4.4): drop a pattern and its dependents; importance = % accuracy drop."""
     from simpatterns.qa.report import plot_importance
@@ -414,7 +419,8 @@ def importance_cmd(
                                                        concurrency, timeout, max_total_tokens, record, no_record, limit)
     try:
         imp = importance(qs, builder, client, out, [s.strip() for s in labels.split(",")] if labels else None,
-                         repeats, settings, run_info=info, workers=workers, log=console.print)
+                         repeats, settings, run_info=info, workers=workers, log=console.print,
+                         backend=backend)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -461,6 +467,7 @@ def self_discover_cmd(
     record: RECORD = None,
     no_record: NO_RECORD = False,
     limit: LIMIT = None,
+    backend: Backend = LOCAL,
 ) -> None:
     """Self-discovery (§4.1): Q&A reasoning -> new labels -> evolved detectors, kept only if held-out Q&A improves."""
     from simpatterns.evolve.config import ConfigError, EvolveConfig, read_toml
@@ -479,7 +486,8 @@ def self_discover_cmd(
     cfg = SelfDiscoveryConfig(k=k, margin=margin, heldout_fraction=heldout, rounds=rounds, seed=seed, evolve=ecfg,
                               settings=settings)
     try:
-        record_ = self_discover(qs, builder.root, builder.library, client, out, cfg, run_info=info, log=console.print)
+        record_ = self_discover(qs, builder.root, builder.library, client, out, cfg, run_info=info, log=console.print,
+                                backend=backend)
     except (ValueError, RuntimeError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

@@ -37,6 +37,7 @@ import numpy as np
 
 from simpatterns.annotate import Annotation
 from simpatterns.detectors.thresholds import THRESHOLDS, Thresholds
+from simpatterns.parallel import Backend
 from simpatterns.qa.questions import NONE, Question, dataset_root
 from simpatterns.qa.views import restrict, truncate
 from simpatterns.trace import Trace
@@ -289,8 +290,8 @@ class ContextBuilder:
         return truncate(tr, q.cut_frame) if q.cut_frame is not None else tr
 
     def prepare(self, questions: Sequence[Question], conditions: Sequence[str], workers: int = 1,
-                progress: bool = False) -> None:
-        """Annotate every (rollout, cut) the annotation conditions need, in one batch."""
+                progress: bool = False, backend: Backend | None = None) -> None:
+        """Annotate every (rollout, cut) the annotation conditions need, in one batch (on ``backend``)."""
         if not any(c in ("annotation", "frames+annotation", "summary") for c in conditions):
             return
         from simpatterns.annotate import annotate_many
@@ -300,7 +301,7 @@ class ContextBuilder:
         if not keys:
             return
         items = [truncate(self.trace(r), c) if c is not None else self.trace(r) for r, c in keys]
-        anns = annotate_many(items, self.library, workers=workers, progress=progress,
+        anns = annotate_many(items, self.library, workers=workers, progress=progress, backend=backend,
                              trace_ids=[f"{r}@{c}" if c is not None else r for r, c in keys])
         self.annotations.update(zip(keys, anns))
 

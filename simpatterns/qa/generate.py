@@ -35,7 +35,8 @@ import numpy as np
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.detectors.thresholds import THRESHOLDS
 from simpatterns.files import atomic_write_json
-from simpatterns.parallel import WorkerSetup, parallel_map
+from simpatterns.cli_support import progress_map
+from simpatterns.parallel import Backend, WorkerSetup
 from simpatterns.qa.facts import TraceFacts
 from simpatterns.qa.questions import (
     DATASET_FILE,
@@ -286,8 +287,10 @@ def generate_dataset(
     workers: int = 1,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
+    backend: Backend | None = None,
 ) -> list[Question]:
-    """Build the data set in ``out_dir`` (see the module docstring); returns the questions."""
+    """Build the data set in ``out_dir`` (see the module docstring); returns the questions.
+    ``backend``: where the rollouts run (None: this machine's processes)."""
     cfg = cfg or GenerateConfig()
     library = library if library is not None else PatternLibrary.builtin()
     for tid in cfg.question_templates:
@@ -297,7 +300,7 @@ def generate_dataset(
     items = [RolloutItem(i, t, v, k, str(out), cfg) for i, (t, v, k) in enumerate(scenes)]
     setup = WorkerSetup(PatternLibrary.from_spec, (library.to_spec(),))
     results: list[dict[str, Any]] = []
-    for _, res in parallel_map(rollout_candidates, items, workers=workers, setup=setup,
+    for _, res in progress_map(rollout_candidates, items, workers=workers, setup=setup, backend=backend,
                                progress="rollouts" if progress else None):
         results.append(res)
         if log and res["row"].get("error"):

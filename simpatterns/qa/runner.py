@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from simpatterns.files import atomic_write_json, atomic_write_lines
+from simpatterns.parallel import Backend
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
 from simpatterns.qa.questions import QUESTIONS_FILE, Question
 
@@ -171,6 +172,7 @@ def run_eval(
     progress: bool = False,
     workers: int = 1,
     log: Callable[[str], None] | None = None,
+    backend: Backend | None = None,
 ) -> EvalOutcome:
     """Answer every (question, condition) not yet in ``out_dir`` with ``client`` (an `LLMClient`).
 
@@ -196,7 +198,8 @@ def run_eval(
     outcome = EvalOutcome(already=sum(1 for q in questions for c in settings.conditions if (q.id, c) in responses))
     try:
         if pending:
-            builder.prepare([q for q, _ in pending], settings.conditions, workers=workers, progress=progress)
+            builder.prepare([q for q, _ in pending], settings.conditions, workers=workers, progress=progress,
+                            backend=backend)
             asyncio.run(_ask_all(pending, builder, client, settings, responses, summaries, outcome, progress, log))
     finally:
         cond_rank = {c: i for i, c in enumerate(info["settings"]["conditions"])}
@@ -209,7 +212,7 @@ async def _ask_all(pending: list[tuple[Question, str]], builder: ContextBuilder,
                    responses: JsonlLog, summaries: JsonlLog, outcome: EvalOutcome, progress: bool,
                    log: Callable[[str], None] | None) -> None:
     from simpatterns.llm import ChatRequest, LLMBudgetExceeded, LLMError
-    from simpatterns.parallel import ProgressBar
+    from simpatterns.cli_support import ProgressBar
 
     sem = asyncio.Semaphore(max(1, int(getattr(client, "concurrency", 1))))
     summary_tasks: dict[str, asyncio.Task] = {}

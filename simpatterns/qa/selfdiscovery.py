@@ -31,6 +31,7 @@ import numpy as np
 
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.files import atomic_write_json
+from simpatterns.parallel import Backend
 from simpatterns.qa.context import ContextBuilder
 from simpatterns.qa.parse import answer_text
 from simpatterns.qa.questions import Question
@@ -103,8 +104,9 @@ def _ask(questions: Sequence[Question], builder: ContextBuilder, client: Any, ru
 def self_discover(questions: Sequence[Question], root: str | os.PathLike, library: PatternLibrary, client: Any,
                   out_dir: str | os.PathLike, cfg: SelfDiscoveryConfig | None = None, *,
                   run_info: dict[str, Any] | None = None, sandbox_factory: Any = None,
-                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the loop (see the module docstring); returns the decisions record (also in decisions.json)."""
+                  log: Callable[[str], None] | None = None, backend: Backend | None = None) -> dict[str, Any]:
+    """Run the loop (see the module docstring); returns the decisions record (also in decisions.json).
+    ``backend``: where the discovery sandbox runs (None: this machine)."""
     from simpatterns.evolve.config import EvolveConfig
     from simpatterns.evolve.discovery import DiscoveryJob
     from simpatterns.evolve.proposers import LLMProposer
@@ -133,7 +135,7 @@ def self_discover(questions: Sequence[Question], root: str | os.PathLike, librar
         kwargs = {"sandbox_factory": sandbox_factory} if sandbox_factory is not None else {}
         job = DiscoveryJob(traces, [], current, run_dir, rdir / "candidates",
                            LLMProposer(client, temperature=ecfg.llm_temperature, max_tokens=ecfg.llm_max_tokens), ecfg,
-                           resume=(run_dir / "job.json").exists(), reasoning_texts=texts, **kwargs)
+                           resume=(run_dir / "job.json").exists(), reasoning_texts=texts, backend=backend, **kwargs)
         if log:
             log(f"round {rnd}: self-discovery of up to {cfg.k} labels from {len(texts)} reasoning texts")
         candidates = job.run()

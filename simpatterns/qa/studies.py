@@ -32,6 +32,7 @@ import numpy as np
 
 from simpatterns.detectors.contract import normalize_label
 from simpatterns.files import atomic_write_json
+from simpatterns.parallel import Backend
 from simpatterns.qa.context import ContextBuilder
 from simpatterns.qa.questions import Question
 from simpatterns.qa.report import CURVE_FILE, IMPORTANCE_FILE
@@ -51,9 +52,10 @@ def _correct(questions: Sequence[Question], run_dir: Path, condition: str) -> np
 
 def _view_run(questions: Sequence[Question], builder: ContextBuilder, visible: list[str] | None, client: Any,
               run_dir: Path, settings: EvalSettings, run_info: dict[str, Any], workers: int,
-              log: Callable[[str], None] | None) -> np.ndarray:
+              log: Callable[[str], None] | None, backend: Backend | None = None) -> np.ndarray:
     view = replace(builder, visible=visible)
-    outcome = run_eval(questions, view, client, run_dir, settings, run_info=run_info, workers=workers, log=log)
+    outcome = run_eval(questions, view, client, run_dir, settings, run_info=run_info, workers=workers, log=log,
+                       backend=backend)
     if outcome.stopped:
         raise RuntimeError(f"{run_dir}: stopped: {outcome.stopped}")
     if outcome.failed:
@@ -164,12 +166,13 @@ def check_labels(library: Any, labels: Sequence[str] | None) -> list[str]:
 def library_curve(questions: Sequence[Question], builder: ContextBuilder, client: Any, out_dir: str | os.PathLike,
                   sizes: Sequence[int], trials: int = 3, seed: int = 0, settings: EvalSettings | None = None, *,
                   run_info: dict[str, Any] | None = None, workers: int = 1,
-                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  log: Callable[[str], None] | None = None, backend: Backend | None = None) -> dict[str, Any]:
     settings = settings or EvalSettings(conditions=["annotation"])
-    builder.prepare(questions, settings.conditions, workers=workers)
+    builder.prepare(questions, settings.conditions, workers=workers, backend=backend)
 
     def score_view(visible: list[str] | None, run_dir: Path, repeat: int) -> np.ndarray:
-        return _view_run(questions, builder, visible, client, run_dir, settings, dict(run_info or {}), workers, log)
+        return _view_run(questions, builder, visible, client, run_dir, settings, dict(run_info or {}), workers, log,
+                         backend)
 
     return curve_study(builder.library.order(), score_view, out_dir, sizes, trials, seed,
                        info={"condition": settings.conditions[0], "questions": len(questions)}, log=log)
@@ -178,14 +181,15 @@ def library_curve(questions: Sequence[Question], builder: ContextBuilder, client
 def importance(questions: Sequence[Question], builder: ContextBuilder, client: Any, out_dir: str | os.PathLike,
                labels: Sequence[str] | None = None, repeats: int = 1, settings: EvalSettings | None = None, *,
                run_info: dict[str, Any] | None = None, workers: int = 1,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+               log: Callable[[str], None] | None = None, backend: Backend | None = None) -> dict[str, Any]:
     settings = settings or EvalSettings(conditions=["annotation"])
     check_labels(builder.library, labels)
-    builder.prepare(questions, settings.conditions, workers=workers)
+    builder.prepare(questions, settings.conditions, workers=workers, backend=backend)
 
     def score_view(visible: list[str] | None, run_dir: Path, repeat: int) -> np.ndarray:
         s = replace(settings, seed=settings.seed + repeat)
-        return _view_run(questions, builder, visible, client, run_dir, s, dict(run_info or {}), workers, log)
+        return _view_run(questions, builder, visible, client, run_dir, s, dict(run_info or {}), workers, log,
+                         backend)
 
     return importance_study(builder.library, score_view, out_dir, labels, repeats,
                             info={"condition": settings.conditions[0], "questions": len(questions)}, log=log)

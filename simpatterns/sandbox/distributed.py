@@ -8,7 +8,7 @@ and `evaluate` sends the candidate to the least busy worker, so a candidate stil
 only ever runs in a confined child of a fork server. What a candidate reads
 from the library (its ``DEPENDS``) travels with it, tagged with the version of
 the library's events, and a worker replaces its server's copy when the version
-moves on. `open_sandbox` picks the one that fits the process's backend.
+moves on. `open_sandbox` picks the one that fits the backend it is given.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, Sequence
 
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Detector
-from simpatterns.parallel import Backend, WorkerSetup, default_backend, make_executor
+from simpatterns.parallel import Backend, WorkerSetup, as_backend, make_executor
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.limits import SandboxLimits
-from simpatterns.sandbox.pool import Sandbox, SandboxResult, unsafe_allowed
+from simpatterns.sandbox.pool import Sandbox, SandboxResult
 from simpatterns.sandbox.reasons import Reason
 from simpatterns.trace import Trace
 
@@ -52,13 +52,12 @@ class ExecutorSandbox:
     ``evaluate`` is thread-safe and returns what a local `Sandbox` would."""
 
     def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
-                 backend: str | Backend | None = None, unsafe: bool | None = None):
+                 backend: str | Backend | None = None, unsafe: bool = False):
         if not traces:
             raise ValueError("the sandbox needs at least one trace")
         self.traces = list(traces)
         self.limits = limits or SandboxLimits()
-        # decided here (``--unsafe-sandbox`` sets this process's environment, not the workers')
-        self.unsafe = unsafe_allowed() if unsafe is None else bool(unsafe)
+        self.unsafe = bool(unsafe)  # travels to every worker's sandbox with the setup
         self.root = ""  # no directory on this machine: each worker's sandbox has its own
         self._executor = make_executor(workers, WorkerSetup(_WorkerSandbox, (self.traces, self.limits, self.unsafe)),
                                        backend=backend)
@@ -114,10 +113,10 @@ class ExecutorSandbox:
 
 
 def open_sandbox(traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
-                 unsafe: bool | None = None) -> Sandbox | ExecutorSandbox:
-    """The job's sandbox on the process's backend (`simpatterns.parallel.use_backend`): a
-    local `Sandbox` of ``workers`` fork servers, or on a cluster an `ExecutorSandbox` of
-    ``workers`` workers with one server each."""
-    if default_backend().name == "local":
+                 unsafe: bool = False, backend: str | Backend | None = None) -> Sandbox | ExecutorSandbox:
+    """The job's sandbox on ``backend`` (None: this machine): a local `Sandbox` of ``workers``
+    fork servers, or on a cluster an `ExecutorSandbox` of ``workers`` workers with one
+    server each. ``unsafe``: run candidates even below the stated minimum (``--unsafe-sandbox``)."""
+    if as_backend(backend).name == "local":
         return Sandbox(traces, workers=workers, limits=limits, unsafe=unsafe)
-    return ExecutorSandbox(traces, workers=workers, limits=limits, unsafe=unsafe)
+    return ExecutorSandbox(traces, workers=workers, limits=limits, unsafe=unsafe, backend=backend)

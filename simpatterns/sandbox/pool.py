@@ -59,20 +59,6 @@ _THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THR
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding simpatterns/
 
 
-UNSAFE_ENV = "SIMPATTERNS_UNSAFE_SANDBOX"
-
-
-def unsafe_allowed() -> bool:
-    """Whether the user asked to run untrusted code below the stated minimum (``--unsafe-sandbox``)."""
-    return os.environ.get(UNSAFE_ENV, "") not in ("", "0")
-
-
-def allow_unsafe() -> None:
-    """What ``--unsafe-sandbox`` does: every sandbox this process starts runs untrusted code even
-    below the stated minimum."""
-    os.environ[UNSAFE_ENV] = "1"
-
-
 def scrubbed_env() -> dict[str, str]:
     """The whole environment of a fork server (nothing inherited)."""
     return {**_KEEP_ENV, **_THREAD_ENV}
@@ -291,13 +277,13 @@ class Sandbox:
     """
 
     def __init__(self, traces: Sequence[Trace], workers: int = 2, limits: SandboxLimits | None = None,
-                 unsafe: bool | None = None, namespaces: bool = True):
+                 unsafe: bool = False, namespaces: bool = True):
         """``unsafe``: run untrusted code even where the machine gives less than the stated
-        minimum (`Protection.meets_minimum`); None reads ``SIMPATTERNS_UNSAFE_SANDBOX=1``
-        (what ``--unsafe-sandbox`` sets). ``namespaces=False`` does without them (tests)."""
+        minimum (`Protection.meets_minimum`): what ``--unsafe-sandbox`` asks for, passed by
+        whoever starts this sandbox. ``namespaces=False`` does without them (tests)."""
         if not traces:
             raise ValueError("the sandbox needs at least one trace")
-        self.unsafe = unsafe_allowed() if unsafe is None else bool(unsafe)
+        self.unsafe = bool(unsafe)
         self.traces = list(traces)
         self.limits = limits or SandboxLimits()
         self.root = tempfile.mkdtemp(prefix="simpatterns-sandbox-")

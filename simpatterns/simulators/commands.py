@@ -7,9 +7,10 @@ from typing import Optional
 
 import typer
 
+from simpatterns.cli_support import (EXIT_PARTIAL, executor_options, fail, interrupted, new_table, out as console,
+                                     print_table, warn)
 from simpatterns.files import WriteError, check_target
-from simpatterns.cli_support import EXIT_PARTIAL, fail, interrupted, new_table, out as console, print_table, warn
-from simpatterns.parallel import executor_options
+from simpatterns.parallel import LOCAL, Backend
 
 
 
@@ -96,6 +97,7 @@ def dataset(
     seed: int = typer.Option(0, "--seed", help="seed of the random and near-miss actions"),
     stride: int = typer.Option(1, "--stride", min=1, help="store every k-th frame"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    backend: Backend = LOCAL,
 ) -> None:
     """Simulate many rollouts into DIR with an index.jsonl listing every trace.
 
@@ -113,7 +115,8 @@ def dataset(
         fail(f"{out}: is a file; --out names the dataset folder")
     finished: list[dict] = []
     try:
-        rows = build_dataset(jobs, out, workers=workers, progress=not quiet, on_done=finished.append)
+        rows = build_dataset(jobs, out, workers=workers, progress=not quiet, on_done=finished.append,
+                             backend=backend)
     except WriteError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

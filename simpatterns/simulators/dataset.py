@@ -19,8 +19,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from simpatterns.cli_support import progress_map
 from simpatterns.files import WriteError, atomic_write_lines
-from simpatterns.parallel import parallel_map
+from simpatterns.parallel import Backend
 from simpatterns.simulators.phyre import Rollout, check_action, get_template, load_scene, simulate
 from simpatterns.simulators.phyre.variants import random_valid_action
 from simpatterns.trace import Trace, TraceFormatError
@@ -149,12 +150,14 @@ def build_dataset(
     workers: int = 1,
     on_done: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = False,
+    backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``jobs`` over ``workers`` processes; each trace is written as it finishes.
 
     Returns the index rows in job order (also written to ``index.jsonl``). On
     Ctrl-C the index lists the traces finished so far and a re-run resumes.
-    ``on_done`` sees each row as its trace is written; ``progress`` shows a bar."""
+    ``on_done`` sees each row as its trace is written; ``progress`` shows a bar; ``backend``:
+    where the rollouts run (None: this machine's processes)."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -163,7 +166,7 @@ def build_dataset(
     rows: list[dict[str, Any] | None] = [None] * len(jobs)
     try:
         # one rollout per message: a rollout costs far more than the message
-        for i, row in parallel_map(partial(run_job, out_dir=str(out)), jobs, workers=workers,
+        for i, row in progress_map(partial(run_job, out_dir=str(out)), jobs, workers=workers, backend=backend,
                                    progress="dataset" if progress else None, chunksize=1):
             rows[i] = row
             if on_done:

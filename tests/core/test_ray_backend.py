@@ -20,7 +20,8 @@ from simpatterns.evolve.discovery import DiscoveryJob  # noqa: E402
 from simpatterns.evolve.prompt import LabelSpec  # noqa: E402
 from simpatterns.evolve.proposers import OfflineProposer  # noqa: E402
 from simpatterns.evolve.runlog import RunLog  # noqa: E402
-from simpatterns.parallel import Backend, RayExecutor, WorkerSetup, make_executor, use_backend  # noqa: E402
+from simpatterns.parallel import Backend, WorkerSetup, make_executor  # noqa: E402
+from simpatterns.parallel.ray_backend import RayExecutor  # noqa: E402
 from simpatterns.sandbox.distributed import ExecutorSandbox  # noqa: E402
 from simpatterns.sandbox.limits import SandboxLimits  # noqa: E402
 from simpatterns.simulators.dataset import build_dataset, plan_jobs  # noqa: E402
@@ -123,8 +124,7 @@ def datasets(cluster, tmp_path_factory):
     jobs = plan_jobs(["00000", "00002", "00004", "00006", "00010", "00014"], 1, "random:2", seed=5)
     local, remote = tmp_path_factory.mktemp("local"), tmp_path_factory.mktemp("ray")
     rows_local = build_dataset(jobs, local, workers=1)
-    with use_backend("ray"):
-        rows_ray = build_dataset(jobs, remote, workers=2)
+    rows_ray = build_dataset(jobs, remote, workers=2, backend=Backend("ray"))
     return jobs, (local, rows_local), (remote, rows_ray)
 
 
@@ -141,19 +141,18 @@ def test_annotation_on_ray_equals_the_local_pool(datasets):
     lib = PatternLibrary.builtin()
     serial = annotate_many(paths, lib, workers=1)
     pooled = annotate_many(paths, lib, workers=2)
-    with use_backend("ray"):
-        on_ray = annotate_many(paths, lib, workers=2)
+    on_ray = annotate_many(paths, lib, workers=2, backend=Backend("ray"))
     assert sum(len(a.events) for a in serial) > 0
     for a, b, c in zip(serial, pooled, on_ray):
         assert a.equals(b) and a.equals(c) and a.trace_id == c.trace_id
 
 
-def _discover(traces, base, run_dir, lib_dir, seed_file):
+def _discover(traces, base, run_dir, lib_dir, seed_file, backend=None):
     spec = LabelSpec("high energy impact", "a hard collision", depends=["collision start"],
                      params=["object_a", "object_b", "speed"], seed=str(seed_file))
     cfg = EvolveConfig(samples_per_label=8, batch_size=4, workers=2, seed=3,
                        sandbox=SandboxLimits(timeout_s=5.0, smoke_timeout_s=1.0, memory_mb=512))
-    job = DiscoveryJob(traces, [spec], base, run_dir, lib_dir, OfflineProposer(), cfg)
+    job = DiscoveryJob(traces, [spec], base, run_dir, lib_dir, OfflineProposer(), cfg, backend=backend)
     job.run()
     return job
 
@@ -166,8 +165,7 @@ def test_a_small_discovery_on_ray_equals_the_local_one(datasets, tmp_path):
     seed_file = tmp_path / "mistuned.py"
     seed_file.write_text(builtin.get("high energy impact").source.replace("HIGH_SPEED = 100.0", "HIGH_SPEED = 40.0"))
     here = _discover(traces, base, tmp_path / "run-local", tmp_path / "lib-local", seed_file)
-    with use_backend("ray"):
-        there = _discover(traces, base, tmp_path / "run-ray", tmp_path / "lib-ray", seed_file)
+    there = _discover(traces, base, tmp_path / "run-ray", tmp_path / "lib-ray", seed_file, Backend("ray"))
     assert isinstance(there.evaluator.sandbox, ExecutorSandbox)  # each Ray worker ran its own sandbox
 
     def samples(run_dir):
@@ -214,7 +212,6 @@ def test_qa_generation_on_ray_equals_the_local_one(cluster, tmp_path):
     cfg = GenerateConfig(scenes=3, seed=4, stable_check=False, question_templates=(1, 5, 18, 22, 27))
     lib = PatternLibrary.builtin()
     here = generate_dataset(tmp_path / "local", cfg, lib, workers=1)
-    with use_backend("ray"):
-        there = generate_dataset(tmp_path / "ray", cfg, lib, workers=2)
+    there = generate_dataset(tmp_path / "ray", cfg, lib, workers=2, backend=Backend("ray"))
     assert here and len(here) == len(there)
     assert (tmp_path / "local" / "questions.jsonl").read_bytes() == (tmp_path / "ray" / "questions.jsonl").read_bytes()

@@ -85,12 +85,10 @@ def test_protection_on_this_machine(kernel_sandbox):
         assert prot.mode == "userns"
 
 
-def test_below_the_minimum_is_refused_unless_unsafe(traces, monkeypatch):
-    monkeypatch.delenv("SIMPATTERNS_UNSAFE_SANDBOX", raising=False)
+def test_below_the_minimum_is_refused_unless_unsafe(traces):
     with pytest.raises(SandboxError, match=r"missing: .*namespace.*--unsafe-sandbox"):
         Sandbox(traces[:2], workers=1, limits=LIMITS, namespaces=False)
-    monkeypatch.setenv("SIMPATTERNS_UNSAFE_SANDBOX", "1")
-    with Sandbox(traces[:2], workers=1, limits=LIMITS, namespaces=False) as sb:
+    with Sandbox(traces[:2], workers=1, limits=LIMITS, namespaces=False, unsafe=True) as sb:
         assert not sb.protection.meets_minimum and sb.protection.seccomp
         res = sb.evaluate(Candidate.parse(program("fast", "    return [(1, {'object': 'ground'})]", "")))
         assert res.ok, res.reason

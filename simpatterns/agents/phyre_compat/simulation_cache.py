@@ -19,7 +19,8 @@ from simpatterns.agents.metrics import SimulationStatus
 from simpatterns.agents.phyre_compat.action_simulator import ActionSimulator
 from simpatterns.agents.tasks import TIER, normalize_task_id
 from simpatterns.files import atomic_open
-from simpatterns.parallel import parallel_map
+from simpatterns.cli_support import progress_map
+from simpatterns.parallel import Backend
 
 ACTION_SEED = 42  # PHYRE's seed for the cached action list
 DEFAULT_NUM_ACTIONS = 100000
@@ -102,19 +103,21 @@ def _task_statuses(item: tuple[str, np.ndarray]) -> np.ndarray:
 
 
 def build_simulation_cache(cache_dir: str | os.PathLike, task_ids: Sequence[str], num_actions: int, *,
-                           seed: int = ACTION_SEED, workers: int = 1, progress: str | None = None
+                           seed: int = ACTION_SEED, workers: int = 1, progress: str | None = None,
+                           backend: Backend | None = None
                            ) -> SimulationCache:
     """Simulate PHYRE's action list (``build_discrete_action_space(num_actions, seed)``) on every
     task and write the cache to ``cache_dir``; returns it loaded. A bad task id (`TaskError`) or
-    ``num_actions < 1`` (`ValueError`) stops it before anything is simulated."""
+    ``num_actions < 1`` (`ValueError`) stops it before anything is simulated. ``backend``:
+    where the simulations run (None: this machine's processes)."""
     task_ids = [normalize_task_id(t) for t in task_ids]
     if num_actions < 1 or not task_ids:
         raise ValueError(f"a simulation cache needs at least one action and one task, got {num_actions} actions "
                          f"and {len(task_ids)} tasks")
     actions = np.array(ActionSimulator(task_ids[:1], TIER).build_discrete_action_space(num_actions, seed))
     statuses = np.zeros((len(task_ids), num_actions), dtype=np.int8)
-    for i, row in parallel_map(_task_statuses, [(t, actions) for t in task_ids], workers=workers,
-                               progress=progress):
+    for i, row in progress_map(_task_statuses, [(t, actions) for t in task_ids], workers=workers,
+                               progress=progress, backend=backend):
         statuses[i] = row
     folder = pathlib.Path(cache_dir)
     folder.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from simpatterns.parallel import make_executor
+from simpatterns.parallel import Backend, make_executor
 from simpatterns.simulators.phyre.physics import check_action, simulate
 from simpatterns.simulators.phyre.scene import Scene, SkipVariant
 from simpatterns.simulators.phyre.templates import get_template
@@ -166,12 +166,14 @@ def build_template(
     seed: int = BUILD_SEED,
     progress: Callable[[CandidateResult], None] | None = None,
     strategy: str = "reuse",
+    backend: Backend | None = None,
 ) -> dict[str, Any]:
     """Visit candidates in order until ``target`` are accepted (or candidates run out).
 
     ``strategy``: "random" searches each candidate independently; "reuse" (the
     default) first tries the solutions already accepted in earlier rounds of
-    `CHUNK` candidates, which keeps results independent of worker count.
+    `CHUNK` candidates, which keeps results independent of worker count. ``backend``: where
+    candidates run (None: this machine's processes).
     """
     if strategy not in ("random", "reuse"):
         raise ValueError(f"strategy must be 'random' or 'reuse', got {strategy!r}")
@@ -191,7 +193,7 @@ def build_template(
                     return True
         return False
 
-    with make_executor(workers) as executor:
+    with make_executor(workers, backend=backend) as executor:
         for start in range(0, len(candidates), chunk):
             batch = candidates[start : start + chunk]
             known = [r.solution for r in accepted] if strategy == "reuse" else None
