@@ -18,7 +18,7 @@ def export_cmd(
         "environment id (see `simpatterns env list`)")],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="parquet: where the .parquet files go (default: SOURCE); hf: the dataset folder "
-        "(required); minari: the dataset id (default: simpatterns/ENV-random-v0)")] = None,
+        "(required); minari: the dataset id (default: simpatterns/ENV/random-v0)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet, hf (Hugging Face datasets) or minari")] = "parquet",
     annotations: Annotated[Path | None, typer.Option(
         "--annotations", help="folder of the annotations (default: beside each trace; same layout)")] = None,
@@ -33,6 +33,9 @@ def export_cmd(
     goal: Annotated[Path | None, typer.Option(
         "--goal", help="minari: a reward program (.rwd) recorded as the program reward beside the sparse one "
         "(default: the task's own goal)")] = None,
+    env_kwargs: Annotated[str | None, typer.Option(
+        "--env-kwargs", help="minari: the environment's keyword arguments as JSON, e.g. '{\"obs_mode\": "
+        "\"objects\", \"template\": 0}' (recorded in its spec)")] = None,
     data_path: Annotated[Path | None, typer.Option(
         "--data-path", help="minari: the datasets root (default: MINARI_DATASETS_PATH or ~/.minari/datasets)")]
     = None,
@@ -46,7 +49,7 @@ def export_cmd(
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
     if fmt == "minari":
-        _export_minari(source, out, episodes, seed, goal, data_path)
+        _export_minari(source, out, episodes, seed, goal, env_kwargs, data_path)
         return
     src = Path(source)
     if not src.exists():
@@ -73,12 +76,20 @@ def export_cmd(
 
 
 def _export_minari(env_id: str, out: Path | None, episodes: int, seed: int, goal: Path | None,
-                   data_path: Path | None) -> None:
+                   env_kwargs: str | None, data_path: Path | None) -> None:
+    import json
+
     from simpatterns.integrations.minari import MinariExportError, export_minari
 
     try:
+        kwargs = json.loads(env_kwargs) if env_kwargs else {}
+    except json.JSONDecodeError as exc:
+        fail(f"--env-kwargs: not JSON ({exc.msg} at column {exc.colno})")
+    if not isinstance(kwargs, dict):
+        fail("--env-kwargs: give a JSON object of keyword arguments")
+    try:
         info = export_minari(env_id, str(out) if out is not None else None, episodes=episodes, seed=seed,
-                             goal=goal, data_path=data_path)
+                             goal=goal, env_kwargs=kwargs, data_path=data_path)
     except MinariExportError as exc:
         fail(str(exc))
     note(f"{info['episodes']} episodes, {info['steps']} steps of {env_id} -> Minari dataset {info['dataset_id']} "
