@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -20,34 +19,11 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from simpatterns.integrations.inspect.messages import to_inspect
+from simpatterns.integrations.questions import answer_text, load_library, select
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
 from simpatterns.qa.questions import QUESTIONS_FILE, Question, read_questions
 from simpatterns.qa.runner import request_seed
 from simpatterns.qa.scoring import Graded, grade_run, summarise
-from simpatterns.qa.templates import parse_template_ids
-
-
-def load_library(spec: str, trust_evolved: bool = False) -> Any:
-    """'builtin' or a library directory."""
-    from simpatterns.detectors.library import PatternLibrary
-
-    return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec, trust_evolved=trust_evolved)
-
-
-def select(questions: list[Question], templates: str | None) -> list[Question]:
-    """The questions of the templates in ``templates`` ('1-17,22', names, 'A3'); all when None."""
-    if not templates:
-        return questions
-    try:
-        ids = set(parse_template_ids(str(templates)))
-    except (KeyError, ValueError) as exc:
-        raise ValueError(f"templates: {exc.args[0]}") from None
-    return [q for q in questions if q.template in ids]
-
-
-def answer_text(value: Any) -> str:
-    """An answer (gold or parsed) as one string: object sets joined by commas."""
-    return ", ".join(value) if isinstance(value, list) else str(value)
 
 
 def samples(questions: list[Question], builder: ContextBuilder, condition: str) -> list[Sample]:
@@ -146,8 +122,6 @@ def qa(questions: str, condition: str = "annotation", templates: str | None = No
     (cond,) = check_conditions([condition])
     all_qs = read_questions(questions)
     asked = select(all_qs, templates)
-    if not asked:
-        raise ValueError(f"templates {templates!r}: no question of {questions} uses them")
     options = ContextOptions(budget_chars=budget_chars, fps=fps, max_images=max_images, image_size=image_size)
     builder = ContextBuilder.for_questions(questions, load_library(library, trust_evolved), options=options)
     questions_file = str(Path(questions) / QUESTIONS_FILE if Path(questions).is_dir() else Path(questions))
