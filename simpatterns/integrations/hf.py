@@ -87,23 +87,26 @@ def _features(ds: Any, config: str, rows: list[dict[str, Any]]) -> Any:
 
 def _write_shards(folder: Path, rows: list[dict[str, Any]], features: Any, per_shard: int) -> int:
     """``rows`` as ``train-0000K-of-0000N.parquet`` files of at most ``per_shard`` rows (none if no
-    rows); the schema carries the ``datasets`` features (its ``huggingface`` metadata)."""
+    rows); the schema carries the ``datasets`` features (its ``huggingface`` metadata). Returns
+    the rows' size in memory (the card's ``num_bytes``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     n = math.ceil(len(rows) / per_shard)
     written = set()
+    nbytes = 0
     for k in range(n):
         table = pa.Table.from_pylist(rows[k * per_shard:(k + 1) * per_shard], schema=features.arrow_schema)
         path = folder / f"{SPLIT}-{k:05d}-of-{n:05d}.parquet"
         with atomic_open(path, "wb") as fh:
             pq.write_table(table, fh)
         written.add(path)
+        nbytes += table.nbytes
     for stale in set(folder.glob(f"{SPLIT}-*.parquet")) - written:  # an earlier export's shards
         stale.unlink()
     if folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
-    return n
+    return nbytes
 
 
 def _generation(trace_rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,8 +123,8 @@ def _generation(trace_rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _card(configs: dict[str, Any], counts: dict[str, int], generation: dict[str, Any], settings: dict[str, Any],
-          licence: str, source_files: dict[str, Any]) -> str:
+def _card(configs: dict[str, Any], counts: dict[str, int], nbytes: dict[str, int], generation: dict[str, Any],
+          settings: dict[str, Any], licence: str, source_files: dict[str, Any]) -> str:
     import yaml
 
     from simpatterns import __version__
@@ -132,7 +135,8 @@ def _card(configs: dict[str, Any], counts: dict[str, int], generation: dict[str,
         "configs": [{"config_name": c, "default": c == "traces",
                      "data_files": [{"split": SPLIT, "path": f"{c}/{SPLIT}-*.parquet"}]} for c in configs],
         "dataset_info": [{"config_name": c, "features": f._to_yaml_list(),
-                          "splits": [{"name": SPLIT, "num_examples": counts[c]}]} for c, f in configs.items()],
+                          "splits": [{"name": SPLIT, "num_bytes": nbytes[c], "num_examples": counts[c]}]}
+                         for c, f in configs.items()],
     }
     seeds = generation["seeds"]
     seed_text = ("none recorded" if not seeds else
@@ -158,10 +162,10 @@ def _card(configs: dict[str, Any], counts: dict[str, int], generation: dict[str,
         f"- export: {json.dumps(settings, sort_keys=True)}",
     ]
     for name, content in source_files.items():
-        lines += ["", f"The source folder's `{name}`:", "", "```json", json.dumps(content, indent=1, sort_keys=True),
+        lines += ["", f"The source folder's `{name}`:", "", "```json", json.dumps(content, sort_keys=True),
                   "```"]
-    lines += ["", "## Licence", "", (f"{licence}. The scenes follow PHYRE's task templates (Apache-2.0); the "
-                                     "rollouts were simulated by simpatterns (MIT)."), ""]
+    lines += ["", "## Licence", "", (f"This export declares the licence `{licence}`. The scenes follow PHYRE's "
+                                     "task templates (Apache-2.0); simpatterns (MIT) simulated the rollouts."), ""]
     return "\n".join(lines)
 
 
@@ -184,22 +188,25 @@ def export_hf(source: str | os.PathLike, out: str | os.PathLike, *, annotations:
                  "events": shard_rows * 64}
     dest = Path(out)
     configs = {}
+    nbytes = {}
     for name, rows in tables.items():
         if not rows:  # `datasets` cannot read an empty shard: an empty table is no config
             _write_shards(dest / name, [], None, 1)
             continue
         configs[name] = _features(ds, name, rows)
-        _write_shards(dest / name, rows, configs[name], per_shard[name])
+        nbytes[name] = _write_shards(dest / name, rows, configs[name], per_shard[name])
     counts = {name: len(rows) for name, rows in tables.items()}
     source_files = {}
-    for name in ("dataset.json",):  # `simpatterns qa generate` records its settings there
-        if (root / name).is_file():
+    for folder in (root, root.parent):  # `simpatterns qa generate` records its settings beside rollouts/
+        path = folder / "dataset.json"
+        if path.is_file() and path.name not in source_files:
             try:
-                source_files[name] = json.loads((root / name).read_text())
+                source_files[path.name] = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError):
                 pass
     settings = {"text": text, "images": images, "image_size": image_size, "shard_rows": shard_rows}
-    atomic_write(dest / CARD, _card(configs, counts, _generation(trace_rows), settings, licence, source_files))
+    atomic_write(dest / CARD, _card(configs, counts, nbytes, _generation(trace_rows), settings, licence,
+                                    source_files))
     return counts
 
 
