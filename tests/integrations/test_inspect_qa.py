@@ -148,3 +148,31 @@ def test_bad_parameters_name_what_is_wrong(qa_dataset):
         qa(questions=str(root), condition="annotation,state")
     with pytest.raises(ValueError, match="unknown condition"):
         qa(questions=str(root), condition="telepathy")
+
+
+def test_frames_arrive_as_images_and_summary_asks_once_per_rollout_and_cut(qa_dataset, tmp_path):
+    from inspect_ai.log import resolve_sample_attachments
+    from inspect_ai.model import ContentImage
+
+    root, questions = qa_dataset
+    asked: list[list] = []
+
+    def reply(messages, tools, tool_choice, config):
+        asked.append(messages)
+        last = messages[-1].text
+        return _output("The ball falls." if "Summarise what happens" in last else UNSURE)
+
+    model = get_model("mockllm/model", custom_outputs=reply)
+    log = _run_inspect(qa(questions=str(root), condition="frames", image_size=64, max_images=2), model,
+                       tmp_path / "frames")
+    for s in map(resolve_sample_attachments, log.samples):  # the log keeps images as attachments
+        images = [c for m in s.messages if m.role == "user" and not isinstance(m.content, str)
+                  for c in m.content if isinstance(c, ContentImage)]
+        assert len(images) == 2 and images[0].image.startswith("data:image/png;base64,")
+
+    asked.clear()
+    log = _run_inspect(qa(questions=str(root), condition="summary"), model, tmp_path / "summary")
+    summaries = [m for m in asked if "Summarise what happens" in m[-1].text]
+    assert len(summaries) == len({(q.rollout, q.cut_frame) for q in questions})
+    answers = [m for m in asked if "Summarise what happens" not in m[-1].text]
+    assert len(answers) == len(questions) and all("The ball falls." in m[-1].text for m in answers)
