@@ -15,13 +15,18 @@ def load_library(spec: str, trust_evolved: bool = False) -> Any:
     return PatternLibrary.builtin() if spec == "builtin" else PatternLibrary.load(spec, trust_evolved=trust_evolved)
 
 
-def select(questions: list[Question], templates: str | None) -> list[Question]:
+def as_list_text(value: Any) -> str:
+    """A comma-separated parameter as text: ``inspect eval -T templates=1-17,22`` hands over a list."""
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def select(questions: list[Question], templates: str | list | None) -> list[Question]:
     """The questions of the templates in ``templates`` ('1-17,22', names, 'A3'); all when None.
     Raises ValueError naming the bad part, or when no question is left."""
-    if not templates:
+    if templates is None or templates == "":
         return questions
     try:
-        ids = set(parse_template_ids(str(templates)))
+        ids = set(parse_template_ids(as_list_text(templates)))
     except (KeyError, ValueError) as exc:
         raise ValueError(f"templates: {exc.args[0]}") from None
     out = [q for q in questions if q.template in ids]

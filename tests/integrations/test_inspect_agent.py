@@ -101,3 +101,10 @@ def test_bad_parameters():
         agent()
     with pytest.raises(ValueError, match="summary"):
         agent(tasks=TASKS[0], feedback="summary")
+
+
+def test_tasks_given_as_a_list(menus):
+    """``inspect eval -T tasks=00000:001,00002:003`` hands the task a list."""
+    cache, _ = menus
+    task = agent(tasks=list(TASKS), bins=BINS, menu_cache=str(cache))
+    assert [s.id for s in task.dataset] == list(TASKS)

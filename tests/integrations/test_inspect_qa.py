@@ -140,6 +140,16 @@ def test_template_subset_and_prediction_cut(qa_dataset, tmp_path):
             assert "only; the simulation goes on" not in text
 
 
+def test_list_parameters_as_inspect_passes_them(qa_dataset):
+    """``-T templates=1-3,7`` reaches the task as a list."""
+    root, questions = qa_dataset
+    templates = sorted({q.template for q in questions})[:2]
+    task = qa(questions=str(root), condition="objects", templates=[str(templates[0]), templates[1]])
+    assert {s.id for s in task.dataset} == {q.id for q in questions if q.template in templates}
+    with pytest.raises(ValueError, match="one condition per task"):
+        qa(questions=str(root), condition=["annotation", "state"])
+
+
 def test_bad_parameters_name_what_is_wrong(qa_dataset):
     root, _ = qa_dataset
     with pytest.raises(ValueError, match="templates"):

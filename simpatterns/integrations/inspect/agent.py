@@ -48,6 +48,7 @@ from simpatterns.agents.metrics import score as score_episodes
 from simpatterns.agents.runner import episode_rng
 from simpatterns.agents.tasks import Task as PhyreTask
 from simpatterns.integrations.inspect.messages import to_inspect
+from simpatterns.integrations.questions import as_list_text
 from simpatterns.qa.context import merge_parts, text_part
 
 TOOL_NOTE = ("Make each attempt by calling the tool `choose` with the id of one listed action; its result says "
@@ -201,19 +202,19 @@ def episode_scorer(episodes: dict[tuple[str, int], EpisodeThread]) -> Scorer:
     return score
 
 
-def _task_ids(tasks: str | None, setup: str | None, fold: int) -> list[str]:
+def _task_ids(tasks: str | list | None, setup: str | None, fold: int) -> list[str]:
     from simpatterns.agents.folds import get_fold
     from simpatterns.agents.tasks import normalize_task_id
 
     if tasks:
-        return [normalize_task_id(t.strip()) for t in tasks.split(",") if t.strip()]
+        return [normalize_task_id(t.strip()) for t in as_list_text(tasks).split(",") if t.strip()]
     if setup:
         return list(get_fold(setup, fold).test)
     raise ValueError("give tasks ('00000:001,00002:017') or an eval setup (setup=ball_within_template, fold=0)")
 
 
 @task
-def agent(tasks: str | None = None, setup: str | None = None, fold: int = 0, feedback: str = "annotation",
+def agent(tasks: str | list | None = None, setup: str | None = None, fold: int = 0, feedback: str = "annotation",
           history: str = "full", budget: int = 10, bins: int = DEFAULT_BINS, scan: str = "full",
           menu_cache: str | None = None, seed: int = 0, temperature: float = 0.0, max_tokens: int = 1024) -> Task:
     """The agent benchmark: ``tasks`` (comma-separated ids) or the test tasks of ``setup`` and ``fold``

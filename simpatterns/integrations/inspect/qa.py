@@ -19,7 +19,12 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from simpatterns.integrations.inspect.messages import to_inspect
-from simpatterns.integrations.questions import answer_text, load_library, select
+from simpatterns.integrations.questions import (
+    answer_text,
+    as_list_text,
+    load_library,
+    select,
+)
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
 from simpatterns.qa.questions import QUESTIONS_FILE, Question, read_questions
 from simpatterns.qa.runner import request_seed
@@ -110,15 +115,16 @@ def qa_scorer(questions: str) -> Scorer:
 
 
 @task
-def qa(questions: str, condition: str = "annotation", templates: str | None = None, library: str = "builtin",
+def qa(questions: str, condition: str = "annotation", templates: str | list | None = None, library: str = "builtin",
        trust_evolved: bool = False, budget_chars: int = 4000, fps: float = 2.0, max_images: int = 12,
        image_size: int = 256, temperature: float = 0.0, max_tokens: int = 512, seed: int = 0) -> Task:
     """The Q&A benchmark under one condition (annotation, frames, frames+annotation, state, summary,
     objects); ``questions``: a data set directory or its questions.jsonl (`simpatterns qa generate`);
     ``templates``: a subset such as '1-17,22'; ``library``: 'builtin' or a library directory. The
     other parameters are those of `simpatterns qa eval`."""
-    if "," in condition:
-        raise ValueError(f"condition {condition!r}: one condition per task (run one task per condition)")
+    if isinstance(condition, (list, tuple)) or "," in condition:
+        raise ValueError(f"condition {as_list_text(condition)!r}: one condition per task (run one task per "
+                         "condition)")
     (cond,) = check_conditions([condition])
     all_qs = read_questions(questions)
     asked = select(all_qs, templates)
@@ -129,4 +135,4 @@ def qa(questions: str, condition: str = "annotation", templates: str | None = No
                 solver=qa_answer(builder, asked, cond, seed),
                 scorer=qa_scorer(questions_file),
                 config=GenerateConfig(temperature=temperature, max_tokens=max_tokens),
-                metadata={"condition": cond, "templates": templates, "library": library, "questions": questions})
+                metadata={"condition": cond, "templates": None if templates is None else as_list_text(templates), "library": library, "questions": questions})
