@@ -38,6 +38,11 @@ def _run_inspect(task, model, log_dir):
     return log
 
 
+def _request(body: dict) -> str:
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    return json.dumps([body["messages"], body.get("seed"), body.get("temperature"), limit], sort_keys=True)
+
+
 def _per_sample(log) -> dict[str, tuple[float, bool]]:
     return {str(s.id): (s.scores["qa_scorer"].value, s.scores["qa_scorer"].metadata["unparsable"])
             for s in log.samples}
@@ -75,7 +80,7 @@ def test_mock_model_scores_like_our_parser_and_the_log_reads_back(qa_dataset, tm
     assert {str(s.id): s.scores["qa_scorer"].value for s in on_disk.samples} == {k: v for k, (v, _) in per.items()}
 
 
-@pytest.mark.parametrize("condition", ["annotation", "state"])
+@pytest.mark.parametrize("condition", ["annotation", "state", "summary"])
 def test_inspect_equals_qa_eval_and_qa_score_on_the_same_server(qa_dataset, builtin, tmp_path, condition):
     root, questions = qa_dataset
     builder = ContextBuilder(root, builtin)
@@ -89,12 +94,12 @@ def test_inspect_equals_qa_eval_and_qa_score_on_the_same_server(qa_dataset, buil
         finally:
             client.close()
         assert outcome.complete
-        ours = [json.dumps(r["messages"], sort_keys=True) for r in server.requests]
+        ours = [_request(r) for r in server.requests]
         n = len(server.requests)
         model = get_model(f"openai-api/scripted/{server.model}", base_url=server.base_url, api_key="unused")
         log = _run_inspect(qa(questions=str(root), condition=condition), model, tmp_path / "logs")
-        theirs = [json.dumps(r["messages"], sort_keys=True) for r in server.requests[n:]]
-    # the same messages reached the server (Inspect sends the same text, cut included)
+        theirs = [_request(r) for r in server.requests[n:]]
+    # the same requests reached the server: messages (cut included), seed, temperature, token limit
     assert sorted(theirs) == sorted(ours)
 
     rs = score_run(tmp_path / "run")

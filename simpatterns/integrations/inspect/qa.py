@@ -46,20 +46,22 @@ def samples(questions: list[Question], builder: ContextBuilder, condition: str) 
 
 
 @solver
-def qa_answer(builder: ContextBuilder, questions: list[Question], condition: str, seed: int = 0) -> Solver:
+def qa_answer(builder: ContextBuilder, questions: list[Question], condition: str, seed: int = 0,
+              temperature: float = 0.0) -> Solver:
     """Ask one question as our runner does (same messages, same per-request seed); under ``summary``
-    first ask for the summary, once per rollout and visible span, like the runner."""
+    first ask for the summary (at ``temperature``, `ContextOptions.summary_max_tokens`), once per
+    rollout and visible span, like the runner."""
     by_id = {q.id: q for q in questions}
     summaries: dict[str, asyncio.Future] = {}
 
-    async def summary_of(q: Question, config: GenerateConfig) -> str:
+    async def summary_of(q: Question) -> str:
         key = f"{q.rollout}@{q.cut_frame}"
         if key not in summaries:
             async def make() -> str:
                 out = await get_model().generate(
                     to_inspect(builder.summary_request_messages(q)),
-                    config=config.merge(GenerateConfig(max_tokens=builder.options.summary_max_tokens,
-                                                       seed=request_seed(seed, key, "summary"))))
+                    config=GenerateConfig(temperature=temperature, max_tokens=builder.options.summary_max_tokens,
+                                          seed=request_seed(seed, key, "summary")))
                 return out.completion
             summaries[key] = asyncio.ensure_future(make())
         return await summaries[key]
@@ -67,7 +69,7 @@ def qa_answer(builder: ContextBuilder, questions: list[Question], condition: str
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         q = by_id[str(state.sample_id)]
         if condition == "summary":
-            summary = await summary_of(q, get_model().config)
+            summary = await summary_of(q)
             state.metadata["summary"] = summary
             state.messages = to_inspect(builder.messages(q, condition, summary))
         return await generate(state, tool_calls="none", seed=request_seed(seed, q.id, condition))
@@ -132,7 +134,8 @@ def qa(questions: str, condition: str = "annotation", templates: str | list | No
     builder = ContextBuilder.for_questions(questions, load_library(library, trust_evolved), options=options)
     questions_file = str(Path(questions) / QUESTIONS_FILE if Path(questions).is_dir() else Path(questions))
     return Task(dataset=MemoryDataset(samples(asked, builder, cond), name="simpatterns-qa"),
-                solver=qa_answer(builder, asked, cond, seed),
+                solver=qa_answer(builder, asked, cond, seed, temperature),
                 scorer=qa_scorer(questions_file),
                 config=GenerateConfig(temperature=temperature, max_tokens=max_tokens),
-                metadata={"condition": cond, "templates": None if templates is None else as_list_text(templates), "library": library, "questions": questions})
+                metadata={"condition": cond, "templates": None if templates is None else as_list_text(templates),
+                          "library": library, "questions": questions})
