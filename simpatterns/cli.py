@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # module -> the top-level commands it 
     "simpatterns.simulators.commands": ("scenes", "simulate", "dataset"),
     "simpatterns.simulators.mujoco.commands": ("mujoco",),
     "simpatterns.detectors.commands": ("library",),
-    "simpatterns.annotate.commands": ("annotate", "export", "import"),
+    "simpatterns.annotate.commands": ("annotate",),
     "simpatterns.dsl.commands": ("reward",),
     "simpatterns.llm.commands": ("llm",),
     "simpatterns.evolve.commands": ("discover", "evolve"),
@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # module -> the top-level commands it 
     "simpatterns.optimize.commands": ("optimize",),
     "simpatterns.qa.commands": ("qa",),
     "simpatterns.agents.commands": ("agent",),
+    "simpatterns.integrations.commands": ("export", "import"),
     "simpatterns.demo": ("demo",),
 }
 COMMAND_MODULES = tuple(COMMANDS)

@@ -85,47 +85,7 @@ def _open_library(spec: str, trust_evolved: bool):
         fail(f"{exc}")
 
 
-def export_cmd(
-    source: Path = typer.Argument(..., help="a folder of traces (.npz, searched recursively) and their annotations"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where the .parquet files go (default: SOURCE)"),
-    fmt: str = typer.Option("parquet", "--format", help="file format (parquet)"),
-    annotations: Optional[Path] = typer.Option(
-        None, "--annotations", help="folder of the annotations (default: beside each trace; same layout)"),
-    text: bool = typer.Option(True, "--text/--no-text", help="include each annotation's text"),
-) -> None:
-    """Write traces.parquet, events.parquet and annotations.parquet (for pandas, pyarrow, Hugging Face datasets)."""
-    from simpatterns.annotate.exchange import ExchangeError, export_parquet
-    from simpatterns.annotation import AnnotationFormatError
-    from simpatterns.trace import TraceFormatError
-
-    if fmt != "parquet":
-        fail(f"--format {fmt!r}: the format is parquet")
-    if not source.exists():
-        fail(f"{source}: no such file or directory")
-    try:
-        counts = export_parquet(source, out, annotations=annotations, text=text)
-    except (ExchangeError, TraceFormatError, AnnotationFormatError) as exc:
-        fail(str(exc))
-    where = out if out is not None else (source if source.is_dir() else source.parent)
-    note(f"{counts['traces']} traces, {counts['annotations']} annotations, {counts['events']} events -> "
-         f"{where}/{{traces,events,annotations}}.parquet")
-
-
-def import_cmd(
-    source: Path = typer.Argument(..., help="a folder written by `simpatterns export`"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where traces and annotations go (default: SOURCE)"),
-) -> None:
-    """Read exported Parquet files back into traces (.npz) and annotations (.annotation.jsonl)."""
-    from simpatterns.annotate.exchange import ExchangeError, import_parquet
-
-    try:
-        counts = import_parquet(source, out)
-    except ExchangeError as exc:
-        fail(str(exc))
-    note(f"{counts['traces']} traces, {counts['annotations']} annotations -> {out if out is not None else source}")
 
 
 def register(app: typer.Typer) -> None:
     app.command("annotate")(executor_options(annotate_cmd))
-    app.command("export")(export_cmd)
-    app.command("import")(import_cmd)

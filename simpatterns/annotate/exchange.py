@@ -96,19 +96,15 @@ def _write_table(pa: Any, pq: Any, rows: list[dict[str, Any]], columns: list[str
         pq.write_table(table, fh)
 
 
-def export_parquet(source: str | os.PathLike, out: str | os.PathLike | None = None, *,
-                   annotations: str | os.PathLike | None = None, text: bool = True,
-                   budget_chars: int = 6000) -> dict[str, int]:
-    """Write ``traces.parquet``, ``events.parquet`` and ``annotations.parquet`` for the
-    traces under ``source`` into ``out`` (default ``source``); annotations are read
-    from ``annotations`` (same layout) or beside each trace. Returns counts."""
+def collect_rows(source: str | os.PathLike, *, annotations: str | os.PathLike | None = None, text: bool = True,
+                 budget_chars: int = 6000) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the three tables (traces, events, annotations) for the traces under ``source``;
+    annotations are read from ``annotations`` (same layout) or beside each trace."""
     from simpatterns.annotate.annotator import trace_files
     from simpatterns.annotate.text import annotation_text
 
-    pa, pq = _pyarrow()
     src = Path(source)
     root = src if src.is_dir() else src.parent
-    dest = Path(out) if out is not None else root
     ann_root = Path(annotations) if annotations is not None else root
     trace_rows: list[dict[str, Any]] = []
     event_rows: list[dict[str, Any]] = []
@@ -131,6 +127,20 @@ def export_parquet(source: str | os.PathLike, out: str | os.PathLike | None = No
                          "text": annotation_text(trace, ann, budget_chars=budget_chars) if text else None})
     if not trace_rows:
         raise ExchangeError(f"{src}: no .npz traces found")
+    return trace_rows, event_rows, ann_rows
+
+
+def export_parquet(source: str | os.PathLike, out: str | os.PathLike | None = None, *,
+                   annotations: str | os.PathLike | None = None, text: bool = True,
+                   budget_chars: int = 6000) -> dict[str, int]:
+    """Write ``traces.parquet``, ``events.parquet`` and ``annotations.parquet`` for the
+    traces under ``source`` into ``out`` (default ``source``); annotations are read
+    from ``annotations`` (same layout) or beside each trace. Returns counts."""
+    pa, pq = _pyarrow()
+    src = Path(source)
+    dest = Path(out) if out is not None else (src if src.is_dir() else src.parent)
+    trace_rows, event_rows, ann_rows = collect_rows(src, annotations=annotations, text=text,
+                                                    budget_chars=budget_chars)
     _write_table(pa, pq, trace_rows, ["trace_id"], dest / TRACES)
     _write_table(pa, pq, event_rows, ["trace_id", "frame", "time", "pattern", "params"], dest / EVENTS)
     _write_table(pa, pq, ann_rows, ["trace_id", "patterns", "num_frames", "dt", "text"], dest / ANNOTATIONS)
@@ -144,47 +154,57 @@ def _read(pq: Any, path: Path) -> list[dict[str, Any]]:
         raise ExchangeError(f"{path}: cannot read Parquet ({exc})") from None
 
 
+def read_rows(pq: Any, paths: list[Path]) -> list[dict[str, Any]]:
+    """The rows of one table written as one or more Parquet files (shards), in order."""
+    return [row for path in paths for row in _read(pq, path)]
+
+
+def from_rows(trace_rows: list[dict[str, Any]], event_rows: list[dict[str, Any]],
+              ann_rows: list[dict[str, Any]] | None, where: str) -> tuple[dict[str, Trace], dict[str, Annotation]]:
+    """Traces and annotations (by trace id) from the rows of the three tables; ``where`` names the
+    traces table in errors. ``ann_rows`` None: no annotations table."""
+    traces: dict[str, Trace] = {}
+    for row in trace_rows:
+        here = f"{where}: trace {row.get('trace_id')!r}"
+        try:
+            header = json.loads(row["header"])
+            shapes = json.loads(row["arrays"])
+            arrays = {name: np.asarray(row[name], dtype=dtype).reshape(shape)
+                      for name, (dtype, shape) in shapes.items()}
+            trace = Trace.from_header(header, arrays, here)
+        except TraceFormatError as exc:
+            raise ExchangeError(str(exc)) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ExchangeError(f"{here}: malformed ({exc})") from None
+        traces[row["trace_id"]] = trace
+    annotations: dict[str, Annotation] = {}
+    grouped: dict[str, dict[str, list]] = {}
+    for row in event_rows:
+        grouped.setdefault(row["trace_id"], {}).setdefault(row["pattern"], []).append(
+            (int(row["frame"]), json.loads(row["params"])))
+    for row in ann_rows or []:
+        tid = row["trace_id"]
+        annotations[tid] = Annotation(pattern_events=grouped.get(tid, {}), num_frames=int(row["num_frames"]),
+                                      patterns=list(row["patterns"]), dt=float(row["dt"]),
+                                      trace_id=str(row.get("annotation_trace") or ""),
+                                      timings=json.loads(row["timings"]), errors=json.loads(row["errors"]))
+    return traces, annotations
+
+
 def read_parquet(folder: str | os.PathLike) -> tuple[dict[str, Trace], dict[str, Annotation]]:
     """The traces and annotations of an exported ``folder``, by trace id."""
     _, pq = _pyarrow()
     root = Path(folder)
     if not (root / TRACES).is_file():
         raise ExchangeError(f"{root}: no {TRACES} (write one with `simpatterns export`)")
-    traces: dict[str, Trace] = {}
-    for row in _read(pq, root / TRACES):
-        where = f"{root / TRACES}: trace {row.get('trace_id')!r}"
-        try:
-            header = json.loads(row["header"])
-            shapes = json.loads(row["arrays"])
-            arrays = {name: np.asarray(row[name], dtype=dtype).reshape(shape)
-                      for name, (dtype, shape) in shapes.items()}
-            trace = Trace.from_header(header, arrays, where)
-        except TraceFormatError as exc:
-            raise ExchangeError(str(exc)) from None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ExchangeError(f"{where}: malformed ({exc})") from None
-        traces[row["trace_id"]] = trace
-    annotations: dict[str, Annotation] = {}
-    if (root / ANNOTATIONS).is_file():
-        grouped: dict[str, dict[str, list]] = {}
-        if (root / EVENTS).is_file():
-            for row in _read(pq, root / EVENTS):
-                grouped.setdefault(row["trace_id"], {}).setdefault(row["pattern"], []).append(
-                    (int(row["frame"]), json.loads(row["params"])))
-        for row in _read(pq, root / ANNOTATIONS):
-            tid = row["trace_id"]
-            annotations[tid] = Annotation(pattern_events=grouped.get(tid, {}), num_frames=int(row["num_frames"]),
-                                          patterns=list(row["patterns"]), dt=float(row["dt"]),
-                                          trace_id=str(row.get("annotation_trace") or ""),
-                                          timings=json.loads(row["timings"]), errors=json.loads(row["errors"]))
-    return traces, annotations
+    has_ann = (root / ANNOTATIONS).is_file()
+    events = read_rows(pq, [root / EVENTS]) if has_ann and (root / EVENTS).is_file() else []
+    return from_rows(read_rows(pq, [root / TRACES]), events,
+                     read_rows(pq, [root / ANNOTATIONS]) if has_ann else None, str(root / TRACES))
 
 
-def import_parquet(folder: str | os.PathLike, out: str | os.PathLike | None = None) -> dict[str, int]:
-    """Write the traces (``ID.npz``) and annotations (``ID.annotation.jsonl``) of an
-    exported ``folder`` into ``out`` (default ``folder``). Returns counts."""
-    traces, annotations = read_parquet(folder)
-    dest = Path(out) if out is not None else Path(folder)
+def write_back(traces: dict[str, Trace], annotations: dict[str, Annotation], dest: Path) -> dict[str, int]:
+    """Write traces (``ID.npz``) and annotations (``ID.annotation.jsonl``) under ``dest``."""
     for tid, trace in traces.items():
         trace.save(dest / f"{tid}.npz")
     for tid, ann in annotations.items():
@@ -192,4 +212,12 @@ def import_parquet(folder: str | os.PathLike, out: str | os.PathLike | None = No
     return {"traces": len(traces), "annotations": len(annotations)}
 
 
-__all__ = ["ANNOTATIONS", "EVENTS", "TRACES", "ExchangeError", "export_parquet", "import_parquet", "read_parquet"]
+def import_parquet(folder: str | os.PathLike, out: str | os.PathLike | None = None) -> dict[str, int]:
+    """Write the traces (``ID.npz``) and annotations (``ID.annotation.jsonl``) of an
+    exported ``folder`` into ``out`` (default ``folder``). Returns counts."""
+    traces, annotations = read_parquet(folder)
+    return write_back(traces, annotations, Path(out) if out is not None else Path(folder))
+
+
+__all__ = ["ANNOTATIONS", "EVENTS", "TRACES", "ExchangeError", "collect_rows", "export_parquet", "from_rows",
+           "import_parquet", "read_parquet", "read_rows", "write_back"]

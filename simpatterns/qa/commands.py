@@ -30,25 +30,14 @@ def _library(spec: str, trust_evolved: bool = False) -> Any:
 
 def _parse_ids(spec: str) -> tuple[int, ...]:
     """'1-17,22' -> (1, ..., 17, 22); 'A3' and names allowed."""
-    from simpatterns.qa.templates import get_template
+    from simpatterns.qa.templates import parse_template_ids
 
-    out: list[int] = []
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, dash, hi = part.partition("-")
-        try:
-            if dash and lo.strip().lstrip("Aa").isdigit():
-                a, b = get_template(lo.strip()).id, get_template(hi.strip()).id
-                out += list(range(a, b + 1))
-            else:
-                out.append(get_template(part).id)
-        except KeyError as exc:
-            _fail(f"--templates: {exc.args[0]}")
-    if not out:
-        _fail(f"--templates {spec!r} names no template")
-    return tuple(dict.fromkeys(out))
+    try:
+        return parse_template_ids(spec)
+    except KeyError as exc:
+        _fail(f"--templates: {exc.args[0]}")
+    except ValueError as exc:
+        _fail(f"--templates {exc}")
 
 
 # ------------------------------------------------------------------ shared LLM options

@@ -631,3 +631,21 @@ def get_template(key: int | str) -> QuestionTemplate:
     if key not in BY_ID:
         raise KeyError(f"no question template {key!r}; ids are 1..27")
     return BY_ID[key]
+
+
+def parse_template_ids(spec: str) -> tuple[int, ...]:
+    """'1-17,22' -> (1, ..., 17, 22); 'A3' and names allowed. Raises KeyError naming a bad part,
+    ValueError when the spec names none."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, dash, hi = part.partition("-")
+        if dash and lo.strip().lstrip("Aa").isdigit():
+            out += list(range(get_template(lo.strip()).id, get_template(hi.strip()).id + 1))
+        else:
+            out.append(get_template(part).id)
+    if not out:
+        raise ValueError(f"{spec!r} names no template")
+    return tuple(dict.fromkeys(out))
