@@ -34,12 +34,21 @@ print(log.status, log.eval.task, len(log.samples))
 def test_inspect_finds_simpatterns_qa_by_name(qa_dataset, tmp_path):
     root, questions = qa_dataset
     points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["inspect_ai"]
-    dist = tmp_path / "site" / "simpatterns_entry-0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simpatterns-entry\nVersion: 0\n")
-    (dist / "entry_points.txt").write_text("[inspect_ai]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path / "site")]))
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(tmp_path / "logs")], env=env,
+    from importlib.metadata import entry_points
+
+    installed = {(e.name, e.value) for e in entry_points(group="inspect_ai")}
+    env = dict(os.environ)
+    if not set(points.items()) <= installed:  # not pip-installed with this pyproject: declare it here
+        dist = tmp_path / "site" / "simpatterns_entry-0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: simpatterns-entry\nVersion: 0\n")
+        (dist / "entry_points.txt").write_text("[inspect_ai]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path / "site")])
+    # run from a folder of its own: in the source tree "simpatterns/qa" is also a directory,
+    # which inspect takes for a path to search for tasks
+    script = tmp_path / "run_task.py"
+    script.write_text(SCRIPT)
+    res = subprocess.run([sys.executable, str(script), str(root), str(tmp_path / "logs")], env=env, cwd=tmp_path,
                          capture_output=True, text=True, timeout=600, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.split() == ["success", "simpatterns/qa", str(len(questions))]
