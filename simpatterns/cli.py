@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # module -> the top-level commands it 
     "simpatterns.optimize.commands": ("optimize",),
     "simpatterns.qa.commands": ("qa",),
     "simpatterns.agents.commands": ("agent",),
+    "simpatterns.viewer.commands": ("view",),
     "simpatterns.demo": ("demo",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
