@@ -117,8 +117,9 @@ def prefix(trace: Trace, frames: int) -> Trace:
 def program_data(program: "RewardProgram", trace: Trace, annotation: "Annotation | None") -> dict[str, Any]:
     """The program's verdict (what ``reward eval --explain`` prints), its success and each
     clause's score on the rollout cut at checkpoint frames, and the frame that decided each
-    clause: the first frame from which the clause's success on the cut rollout equals its final
-    success (found by bisection between checkpoints)."""
+    clause: the first frame at which the clause, on the rollout cut there, is determined (no later
+    frame could change it) and has its final success (bisection between checkpoints); the last
+    frame when only the whole rollout decides it (NEVER, a clause about the end)."""
     final = program.evaluate(annotation if annotation is not None and program.covers(annotation) else None,
                              trace, explain=True)
     n = trace.num_frames
@@ -133,7 +134,10 @@ def program_data(program: "RewardProgram", trace: Trace, annotation: "Annotation
     series = [at(f) for f in checkpoints]
     decided = []
     for c, clause in enumerate(final.clauses):
-        ok = [r.clauses[c].success == clause.success for r in series]
+        def settled(r, c=c, want=clause.success) -> bool:
+            return r.clauses[c].determined and r.clauses[c].success == want
+
+        ok = [settled(r) for r in series]
         k = len(ok) - 1
         while k > 0 and ok[k - 1]:
             k -= 1
@@ -143,7 +147,7 @@ def program_data(program: "RewardProgram", trace: Trace, annotation: "Annotation
         lo, hi = (checkpoints[k - 1], checkpoints[k]) if k > 0 else (-1, checkpoints[0])
         while hi - lo > 1:  # lo: the verdict differs; hi: it holds
             mid = (lo + hi) // 2
-            if at(mid).clauses[c].success == clause.success:
+            if settled(at(mid)):
                 hi = mid
             else:
                 lo = mid

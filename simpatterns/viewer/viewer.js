@@ -204,7 +204,8 @@
   window.viewer = {
     state, data: D, setFrame, play: () => togglePlay(true), pause: () => togglePlay(false),
     drawn: () => ({frame: S.frames[state.drawIndex], position: S.position[state.drawIndex], angle: S.angle[state.drawIndex]}),
-    canvasRect: () => { const r = canvas.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; },
+    // the drawing's box on the page (inside the border), for screenshots
+    canvasRect: () => { const r = canvas.getBoundingClientRect(); return [r.left + canvas.clientLeft, r.top + canvas.clientTop, canvas.width, canvas.height]; },
   };
   render();
 })();

@@ -6,6 +6,7 @@ Skips the calling test when no Chromium is installed (Debian: ``chromium``).
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -52,7 +53,8 @@ class Browser:
         port = int(port_file.read_text().split()[0])
         targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout).read())
         page = next(t for t in targets if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        self.stack = contextlib.ExitStack()
+        self.ws = self.stack.enter_context(connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout))
         self.timeout = timeout
         self.ids = itertools.count(1)
         self.events: list[dict[str, Any]] = []
@@ -108,8 +110,8 @@ class Browser:
         return base64.b64decode(res["data"])
 
     def close(self) -> None:
-        if getattr(self, "ws", None) is not None:
-            self.ws.close()
+        if getattr(self, "stack", None) is not None:
+            self.stack.close()
         self.proc.terminate()
         try:
             self.proc.wait(timeout=30)
