@@ -7,8 +7,9 @@
 5. simulated annealing on the goal "get the green ball in the second bucket"
    (paper §5.2), and a small dense-vs-sparse comparison;
 6. write a report folder: README.md (the summary), the best rollout as a
-   captioned GIF, its timeline plot, the annealing curve, the annotation
-   text, the dataset with its annotations, and summary.json.
+   captioned GIF and a browser page (`simpatterns view`), its timeline plot, the
+   annealing curve, the annotation text, the dataset with its annotations and
+   its browser index (dataset.html), and summary.json.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def demo(
     from simpatterns.simulators.dataset import build_dataset, plan_jobs
     from simpatterns.simulators.phyre import TEMPLATES
     from simpatterns.trace import Trace
+    from simpatterns.viewer import dataset_pages, trace_page
 
     console = Console()
     t_start = time.perf_counter()
@@ -221,6 +223,9 @@ def demo(
     _curve_plot({"dense program reward": best.curve, "sparse 0/1 reward": base.curve}, budget, out / "anneal_curve.png")
     best.best_trace.save(out / "best_rollout.npz")
     best_ann.save(out / "best_rollout.jsonl")
+    trace_page(out / "best_rollout.npz", annotation=out / "best_rollout.jsonl",
+               program=out / "bucket_goal.rwd").write(out / "best_rollout.html")
+    dataset_pages(data_dir, out / "dataset.html")
     seconds = time.perf_counter() - t_start
     summary["seconds"] = round(seconds, 1)
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
@@ -275,6 +280,9 @@ def demo(
         f"**{'success' if best.best_goal_success else 'failure'}** "
         f"(success: closer than {goal.threshold:g} px). With the sparse 0/1 reward, the same seed "
         f"{'also succeeded' if base.best_goal_success else 'did not succeed'} ({base.samples} samples).",
+        "",
+        "Scrub it and click its events in the browser: [best_rollout.html](best_rollout.html) (the reward "
+        "program's clauses over time included); every rollout of the dataset: [dataset.html](dataset.html).",
         "",
         "![best rollout with the events of each moment](best_rollout.gif)",
         "",

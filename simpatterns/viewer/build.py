@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -13,12 +14,13 @@ from simpatterns.trace import Trace
 from simpatterns.viewer.page import MAX_DRAW_FRAMES, IndexRow, TracePage, index_html
 from simpatterns.viewer.runs import agent_data, qa_data
 
-ANNOTATION_SUFFIX = ".annotation.jsonl"  # what `simpatterns annotate` writes beside a trace
+# what `simpatterns annotate` writes beside a trace, then what `simpatterns demo` writes
+ANNOTATION_SUFFIXES = (".annotation.jsonl", ".jsonl")
 
 
 def annotation_beside(trace_path: Path) -> Path | None:
-    p = trace_path.with_name(trace_path.name.removesuffix(".npz") + ANNOTATION_SUFFIX)
-    return p if p.exists() else None
+    stem = trace_path.name.removesuffix(".npz")
+    return next((p for s in ANNOTATION_SUFFIXES if (p := trace_path.with_name(stem + s)).exists()), None)
 
 
 def library_for(trace: Trace) -> Any:
@@ -72,13 +74,14 @@ def dataset_pages(folder: str | os.PathLike, out: str | os.PathLike, max_frames:
     if not traces:
         raise ValueError(f"{root}: no traces (.npz) in this folder")
     pages = pages_folder(out)
+    listed = _index_rows(root)
     rows, written = [], []
     for path in traces:
         rel = path.relative_to(root)
         name = "__".join(rel.with_suffix("").parts) + ".html"
         page = trace_page(path, max_frames=max_frames, back=os.path.relpath(out, pages), **companions)
         written.append(page.write(pages / name))
-        m = page.trace.meta
+        m = {**page.trace.meta, **listed.get(str(rel), {})}
         counts = Counter(e.pattern for e in page.annotation.events) if page.annotation is not None else Counter()
         rows.append(IndexRow(page=f"{pages.name}/{name}", file=str(rel), template=m.get("template", ""),
                              variant=m.get("variant", ""), kind=_kind(path.name, m), success=bool(page.trace.success),
@@ -87,9 +90,27 @@ def dataset_pages(folder: str | os.PathLike, out: str | os.PathLike, max_frames:
     return written
 
 
+def _index_rows(root: Path) -> dict[str, dict[str, Any]]:
+    """The rows of the folder's ``index.jsonl`` (`simpatterns dataset`) by file; none without one."""
+    from simpatterns.simulators.dataset import INDEX_NAME
+
+    path = root / INDEX_NAME
+    if not path.exists():
+        return {}
+    out = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+        if isinstance(row, dict) and isinstance(row.get("file"), str):
+            out[row["file"]] = row
+    return out
+
+
 def _kind(name: str, meta: dict[str, Any]) -> str:
-    """The dataset's rollout kind (random, solution, near-miss): meta, else the file name
-    ``T<template>_V<variant>_<kind><k>.npz``."""
+    """The rollout's kind (random, solution, near-miss): the dataset index's, else the file
+    name's ``T<template>_V<variant>_<kind><k>.npz``."""
     if meta.get("kind"):
         return str(meta["kind"])
     parts = name.removesuffix(".npz").split("_")

@@ -52,8 +52,16 @@ def _round(a: np.ndarray, digits: int) -> list:
     return np.round(a.astype(float), digits).tolist()
 
 
+def _per_body(a: np.ndarray, digits: int) -> list:
+    """``a[frame, body, ...]`` as one list per body: every drawn frame's value, or a single value
+    for a body that never moves (the static scenery, most of a PHYRE scene's bodies)."""
+    r = np.round(a.astype(float), digits)
+    return [r[:1, i].tolist() if (r[:, i] == r[0, i]).all() else r[:, i].tolist() for i in range(r.shape[1])]
+
+
 def scene_data(trace: Trace, max_frames: int = 1000) -> dict[str, Any]:
-    """Bodies (name, colour, role, parts) and the drawn frames' positions and angles."""
+    """Bodies (name, colour, role, parts) and, per body, its position and angle at the drawn frames
+    (one value when it never moves)."""
     draw = DrawFrames.of(trace.num_frames, max_frames)
     f = draw.frames
     bodies = [{"name": b.name, "color": b.color, "rgb": colour_hex(b.color), "dynamic": b.dynamic,
@@ -62,14 +70,14 @@ def scene_data(trace: Trace, max_frames: int = 1000) -> dict[str, Any]:
     digits = 2 if scale > 20 else 4  # pixels (PHYRE) or metres (MuJoCo)
     out: dict[str, Any] = {
         "dim": trace.dim, "bodies": bodies, "frames": f.tolist(),
-        "position": _round(trace.position[f], digits), "angle": _round(trace.angle[f], 4),
+        "position": _per_body(trace.position[f], digits), "angle": _per_body(trace.angle[f], 4),
     }
     if trace.dim == 2:
         w, h = trace.meta.get("world_size", [256.0, 256.0])
         out["world"] = [float(w), float(h)]
     else:
         out["views"] = {k: list(v) for k, v in VIEWS_3D.items()}
-        out["quaternion"] = _round(trace.quaternion[f], 4) if trace.quaternion is not None else None
+        out["quaternion"] = _per_body(trace.quaternion[f], 4) if trace.quaternion is not None else None
         dyn = trace.dynamic_mask
         p = trace.position[:, dyn] if dyn.any() else trace.position
         out["bounds"] = [_round(p.reshape(-1, 3).min(axis=0), 4), _round(p.reshape(-1, 3).max(axis=0), 4)]

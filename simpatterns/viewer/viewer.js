@@ -7,6 +7,8 @@
   const scrub = document.getElementById("scrub"), timeLabel = document.getElementById("time");
   const state = {frame: 0, playing: false, speed: 1, view: "side", drawIndex: 0};
 
+  const at = (arr, k, i) => (arr[i].length === 1 ? arr[i][0] : arr[i][k]);  // per-body series, constant when static
+
   function drawIndexOf(frame) {  // the last drawn frame at or before `frame`
     let lo = 0, hi = S.frames.length - 1;
     while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (S.frames[mid] <= frame) lo = mid; else hi = mid - 1; }
@@ -26,7 +28,7 @@
     for (const i of ORDER) {
       const b = S.bodies[i];
       if (b.role === "wall") continue;
-      const [x, y] = S.position[k][i], a = S.angle[k][i], c = Math.cos(a), s = Math.sin(a);
+      const [x, y] = at(S.position, k, i), a = at(S.angle, k, i), c = Math.cos(a), s = Math.sin(a);
       ctx.fillStyle = b.rgb;
       for (const p of b.parts) {
         if (p.kind === "circle") {
@@ -61,9 +63,9 @@
     const span = Math.max(hi[i0] - lo[i0], hi[j0] - lo[j0]) * 1.3 + 0.1;
     const c0 = (lo[i0] + hi[i0]) / 2 - span / 2, c1 = (lo[j0] + hi[j0]) / 2 - span / 2, sc = canvas.width / span;
     const px = (v) => [(v[i0] - c0) * sc, canvas.height - (v[j0] - c1) * sc];
-    const idx = S.bodies.map((b, i) => i).sort((a, b) => S.position[k][b][depth] - S.position[k][a][depth]);
+    const idx = S.bodies.map((b, i) => i).sort((a, b) => at(S.position, k, b)[depth] - at(S.position, k, a)[depth]);
     for (const i of idx) {
-      const b = S.bodies[i], pos = S.position[k][i], q = S.quaternion ? S.quaternion[k][i] : [1, 0, 0, 0];
+      const b = S.bodies[i], pos = at(S.position, k, i), q = S.quaternion ? at(S.quaternion, k, i) : [1, 0, 0, 0];
       ctx.fillStyle = ctx.strokeStyle = b.rgb;
       for (const p of b.parts) {
         if (p.kind === "plane") continue;
@@ -203,7 +205,8 @@
 
   window.viewer = {
     state, data: D, setFrame, play: () => togglePlay(true), pause: () => togglePlay(false),
-    drawn: () => ({frame: S.frames[state.drawIndex], position: S.position[state.drawIndex], angle: S.angle[state.drawIndex]}),
+    drawn: () => ({frame: S.frames[state.drawIndex], position: S.bodies.map((b, i) => at(S.position, state.drawIndex, i)),
+                   angle: S.bodies.map((b, i) => at(S.angle, state.drawIndex, i))}),
     // the drawing's box on the page (inside the border), for screenshots
     canvasRect: () => { const r = canvas.getBoundingClientRect(); return [r.left + canvas.clientLeft, r.top + canvas.clientTop, canvas.width, canvas.height]; },
   };

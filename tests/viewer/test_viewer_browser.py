@@ -45,7 +45,7 @@ def test_page_loads_without_console_errors_and_play_advances_the_frame(browser, 
     assert browser.eval("viewer.state.frame") == 0
     browser.click(*_centre(browser, "#play"))
     assert _wait(browser, "viewer.state.frame > 0")
-    assert browser.eval("+document.getElementById('scrub').value") == browser.eval("viewer.state.frame")
+    assert browser.eval("+document.getElementById('scrub').value === viewer.state.frame")  # one read: it plays on
     browser.click(*_centre(browser, "#play"))  # pause: the frame stays
     assert _wait(browser, "!viewer.state.playing")
     paused = browser.eval("viewer.state.frame")
