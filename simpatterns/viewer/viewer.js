@@ -63,7 +63,9 @@
     const span = Math.max(hi[i0] - lo[i0], hi[j0] - lo[j0]) * 1.3 + 0.1;
     const c0 = (lo[i0] + hi[i0]) / 2 - span / 2, c1 = (lo[j0] + hi[j0]) / 2 - span / 2, sc = canvas.width / span;
     const px = (v) => [(v[i0] - c0) * sc, canvas.height - (v[j0] - c1) * sc];
-    const idx = S.bodies.map((b, i) => i).sort((a, b) => at(S.position, k, b)[depth] - at(S.position, k, a)[depth]);
+    // far to near: the side view looks along +y, the front view along -x, the top view down -z
+    const sign = state.view === "side" ? -1 : 1;
+    const idx = S.bodies.map((b, i) => i).sort((a, b) => sign * (at(S.position, k, a)[depth] - at(S.position, k, b)[depth]));
     for (const i of idx) {
       const b = S.bodies[i], pos = at(S.position, k, i), q = S.quaternion ? at(S.quaternion, k, i) : [1, 0, 0, 0];
       ctx.fillStyle = ctx.strokeStyle = b.rgb;

@@ -1,0 +1,165 @@
+"""`simpatterns view` end to end without a browser: what each page holds, size, companions, errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from simpatterns.annotation import Annotation
+from simpatterns.cli import app
+from simpatterns.llm.testing import Reply, ScriptedLLMServer
+from simpatterns.trace import Trace
+
+
+def page_data(path: Path) -> dict:
+    text = path.read_text()
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    assert m, "no data in the page"
+    return json.loads(m.group(1))
+
+
+def test_a_1000_frame_phyre_page_is_self_contained_and_well_under_1_mb(t19, tmp_path):
+    out = tmp_path / "v.html"
+    res = CliRunner().invoke(app, ["view", str(t19), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert out.stat().st_size < 500_000
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text), "the page loads something from the network"
+    d = page_data(out)
+    trace, ann = Trace.load(t19), Annotation.load(t19.with_name("t19.annotation.jsonl"))
+    assert d["num_frames"] == trace.num_frames == 1001
+    assert len(d["events"]) == ann.num_events  # every event, none decimated
+    assert [(e["pattern"], e["frame"]) for e in d["events"]] == [(e.pattern, e.frame) for e in ann.events]
+    assert {b["name"]: b["rgb"] for b in d["scene"]["bodies"]}["purple pad"] == "#4b4aa4"  # PHYRE's purple
+    # an interval event is drawn as a bar of its length in frames
+    airborne = next(e for e in d["events"] if e["pattern"] == "airborne")
+    assert airborne["length"] == airborne["params"]["frames"] > 0 and airborne["bodies"] == [airborne["params"]["object"]]
+
+
+def test_drawing_is_decimated_but_events_are_not(t19, tmp_path):
+    out = tmp_path / "v.html"
+    res = CliRunner().invoke(app, ["view", str(t19), "-o", str(out), "--max-frames", "100"])
+    assert res.exit_code == 0, res.output
+    d = page_data(out)
+    frames = d["scene"]["frames"]
+    assert len(frames) <= 101 and frames[0] == 0 and frames[-1] == 1000
+    moving = [p for p in d["scene"]["position"] if len(p) > 1]
+    assert moving and all(len(p) == len(frames) for p in moving)
+    assert len(d["events"]) == Annotation.load(t19.with_name("t19.annotation.jsonl")).num_events
+
+
+def test_bad_inputs_get_one_line_naming_the_file(t19, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["view", str(tmp_path / "missing.npz"), "-o", str(tmp_path / "v.html")])
+    assert res.exit_code == 2 and "missing.npz" in res.output
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a trace")
+    res = runner.invoke(app, ["view", str(bad), "-o", str(tmp_path / "v.html")])
+    assert res.exit_code != 0 and "bad.npz" in res.output
+    goal = tmp_path / "g.rwd"
+    goal.write_text('TOUCHING("green ball", "blue ball")\n')  # template 00019 has no blue ball
+    res = runner.invoke(app, ["view", str(t19), "-p", str(goal), "-o", str(tmp_path / "v.html")])
+    assert res.exit_code != 0 and "blue ball" in res.output
+    assert not (tmp_path / "v.html").exists()
+
+
+def test_program_over_time_and_the_frame_deciding_each_clause(t19, tmp_path):
+    from simpatterns.dsl import RewardProgram
+    from simpatterns.viewer.data import prefix
+
+    goal = tmp_path / "g.rwd"
+    goal.write_text('AND(\n    TOUCHING("green ball", "purple pad", hold=0.05),\n'
+                    '    NEVER(TOUCHING("red ball", "purple pad")),\n)\n')
+    out = tmp_path / "v.html"
+    res = CliRunner().invoke(app, ["view", str(t19), "-p", str(goal), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    p = page_data(out)["program"]
+    trace = Trace.load(t19)
+    program = RewardProgram.load(goal)
+    final = program.evaluate(None, trace)
+    assert (p["success"], p["score"]) == (final.success, final.score)
+    assert p["over_time"]["frames"][-1] == 1000 and p["over_time"]["success"][-1] == final.success
+    touch, never = p["clauses"]
+    # TOUCHING with hold is settled once the touch has lasted long enough: before, it was not
+    f = touch["decided"]
+    assert 0 < f < 1000
+    assert program.evaluate(None, prefix(trace, f + 1)).clauses[0].success
+    assert not program.evaluate(None, prefix(trace, f)).clauses[0].success
+    # NEVER is only decided by the whole rollout
+    assert never["decided"] == 1000
+
+
+def test_dataset_folder_gives_an_index_linking_one_page_per_trace(tmp_path):
+    runner = CliRunner()
+    data = tmp_path / "data"
+    res = runner.invoke(app, ["dataset", "--templates", "0,19", "--variants", "1", "--actions", "solution,random:2",
+                              "-o", str(data), "-q"])
+    assert res.exit_code == 0, res.output
+    index = tmp_path / "site" / "index.html"
+    res = runner.invoke(app, ["view", str(data), "-o", str(index)])
+    assert res.exit_code == 0, res.output
+    rows = page_data(index)
+    listed = [json.loads(x) for x in (data / "index.jsonl").read_text().splitlines()]
+    assert sorted(r["file"] for r in rows) == sorted(r["file"] for r in listed)
+    by_file = {r["file"]: r for r in listed}
+    for r in rows:
+        page = index.parent / r["page"]
+        assert page.is_file()
+        d = page_data(page)
+        assert r["kind"] == by_file[r["file"]]["kind"] and r["success"] == by_file[r["file"]]["success"]
+        assert r["events"] == len(d["events"]) == sum(r["counts"].values())
+        assert d["num_frames"] == r["frames"]
+        assert 'href="../index.html"' in page.read_text()
+
+
+def test_qa_run_shows_question_what_was_shown_answer_and_gold(tmp_path):
+    from simpatterns.qa.questions import dataset_root, read_questions
+
+    runner = CliRunner()
+    data = tmp_path / "data"
+    res = runner.invoke(app, ["qa", "generate", "--out", str(data), "--scenes", "2", "--questions-per-rollout", "4",
+                              "--seed", "3", "-q"])
+    assert res.exit_code == 0, res.output
+    with ScriptedLLMServer(default=Reply("Thinking.\nANSWER: yes")) as server:
+        res = runner.invoke(app, ["qa", "eval", str(data), "--out", str(tmp_path / "run"), "--llm", "openai",
+                                  "--base-url", server.base_url, "--conditions", "annotation", "-q"])
+        assert res.exit_code == 0, res.output
+    assert runner.invoke(app, ["qa", "score", str(tmp_path / "run")]).exit_code == 0
+    questions = read_questions(data)
+    rollout = dataset_root(data) / questions[0].rollout
+    mine = [q for q in questions if q.rollout == questions[0].rollout]
+    out = tmp_path / "v.html"
+    res = runner.invoke(app, ["view", str(rollout), "--qa", str(tmp_path / "run"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    d = page_data(out)
+    assert d["cut_frames"] == sorted({q.cut_frame for q in mine if q.cut_frame is not None})
+    for q in mine:
+        assert json.dumps(q.text)[1:-1].replace("<", "&lt;")[:40] in text or q.text[:40] in text
+    assert text.count('<div class="qa">') == len(mine)
+    assert text.count("ANSWER: yes") == len(mine)  # the raw answer of each
+    assert "what the model was shown" in text and "annotation" in text.lower()
+
+
+def test_agent_run_shows_the_attempts_on_the_traces_task(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["agent", "eval", "--out", str(run), "--tasks", "00000:003", "--bins", "3",
+                              "--seeds", "0", "--budget", "4", "--agents", "random", "--cache", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    episodes = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
+    res = runner.invoke(app, ["simulate", "-t", "0", "-v", "3", "-o", str(tmp_path / "t.npz")])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "v.html"
+    res = runner.invoke(app, ["view", str(tmp_path / "t.npz"), "--agent", str(run), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert "task 00000:003" in text
+    attempts = episodes[0]["attempts"]
+    assert 0 < len(attempts) <= 4
+    assert text.count("<tr><td>") >= len(attempts)
+    for a in attempts:
+        assert f"<td>{a['status']}</td>" in text
