@@ -125,3 +125,75 @@ def test_program_panel_shows_clauses_and_their_deciding_frames(browser, t19, tmp
     link = browser.eval("document.querySelector('#program a.frame').dataset.frame")
     browser.click(*_centre(browser, "#program a.frame"))
     assert browser.eval("viewer.state.frame") == int(link)
+
+
+def test_dataset_index_sorts_and_filters(browser, tmp_path):
+    from typer.testing import CliRunner
+
+    from simpatterns.cli import app
+
+    runner = CliRunner()
+    data = tmp_path / "data"
+    assert runner.invoke(app, ["dataset", "--templates", "0,19", "--variants", "2", "--actions", "solution,random:1",
+                               "-o", str(data), "-q"]).exit_code == 0
+    index = tmp_path / "index.html"
+    assert runner.invoke(app, ["view", str(data), "-o", str(index)]).exit_code == 0
+    browser.open(index)
+    assert browser.errors == []
+    assert browser.eval("document.querySelectorAll('#index tbody tr').length") == 8
+    browser.click(*_centre(browser, "th[data-key='events']"))
+    events = browser.eval("[...document.querySelectorAll('#index tbody tr')].map(r => +r.cells[6].textContent)")
+    assert events == sorted(events)
+    browser.click(*_centre(browser, "th[data-key='events']"))  # again: descending
+    assert browser.eval("[...document.querySelectorAll('#index tbody tr')].map(r => +r.cells[6].textContent)") == \
+        sorted(events, reverse=True)
+    browser.eval("(() => { const f = document.getElementById('filter'); f.value = 'solution 00019'; "
+                 "f.dispatchEvent(new Event('input')); })()")
+    shown = browser.eval("[...document.querySelectorAll('#index tbody tr')].map(r => r.cells[0].textContent)")
+    assert len(shown) == 2 and all(s.startswith("T00019") and "solution" in s for s in shown)
+    browser.click(*_centre(browser, "#index tbody a"))  # the link opens the trace's page
+    assert _wait(browser, "typeof viewer !== 'undefined' && viewer.data.title.startsWith('T00019')")
+    assert browser.errors == []
+
+
+def test_a_mujoco_trace_is_drawn_in_three_views(browser, tmp_path):
+    from simpatterns import examples
+    from simpatterns.simulators.mujoco.tracer import simulate
+
+    trace = simulate(str(Path(str(examples.path())) / "mujoco" / "table_drop.xml"), 300, stride=3)
+    path = trace.save(tmp_path / "drop.npz")
+    browser.open(_page(path, tmp_path))
+    assert browser.errors == []
+    f = browser.eval("viewer.data.scene.frames")[40]
+    browser.eval(f"viewer.setFrame({f})")
+    np.testing.assert_allclose(browser.eval("viewer.drawn().position"), trace.position[f], atol=6e-5)
+    shots = []
+    for view in ("side", "front", "top"):
+        browser.eval(f"(() => {{ const v = document.getElementById('view'); v.value = '{view}'; "
+                     "v.dispatchEvent(new Event('change')); })()")
+        x, y, w, h = browser.eval("viewer.canvasRect()")
+        shots.append(np.asarray(Image.open(io.BytesIO(browser.screenshot((x, y, w, h)))).convert("RGB")))
+    assert browser.errors == []
+    for shot in shots:  # every body colour of the scene is on the picture
+        assert (np.abs(shot.astype(int) - [0xF3, 0x4F, 0x46]).max(axis=-1) < 12).sum() > 20  # the red ball
+    assert not np.array_equal(shots[0], shots[2])
+
+
+def test_timeline_rows_filter_by_pattern_and_body_and_hover_shows_params(browser, t19, tmp_path):
+    browser.open(_page(t19, tmp_path))
+    labels = browser.eval("[...document.querySelectorAll('.tl-label')].map(l => l.textContent)")
+    assert "airborne  ·  red ball" in labels and "airborne  ·  green ball" in labels  # one row per body
+    browser.eval("(() => { const s = document.getElementById('body'); s.value = 'green ball'; "
+                 "s.dispatchEvent(new Event('change')); })()")
+    shown = browser.eval("[...document.querySelectorAll('.tl-row')].filter(r => r.style.display !== 'none')"
+                         ".map(r => JSON.parse(r.dataset.bodies))")
+    assert shown and all("green ball" in b for b in shown)
+    browser.eval("(() => { const s = document.getElementById('pattern'); s.value = 'airborne'; "
+                 "s.dispatchEvent(new Event('change')); })()")
+    shown = browser.eval("[...document.querySelectorAll('.tl-row')].filter(r => r.style.display !== 'none')"
+                         ".map(r => r.firstChild.textContent)")
+    assert shown == ["airborne  ·  green ball"]
+    x, y = _centre(browser, ".tl-row[data-pattern='airborne'][data-bodies='[\"green ball\"]'] .ev")
+    browser.send("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+    tip = browser.eval("document.getElementById('tip').textContent")
+    assert tip.startswith("airborne  frame ") and '"object": "green ball"' in tip and '"frames":' in tip
