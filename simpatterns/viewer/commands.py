@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,12 +13,12 @@ def view_cmd(
     source: Path = typer.Argument(..., help="a trace (.npz) or a dataset folder of traces"),
     out: Path = typer.Option(Path("view.html"), "--out", "-o",
                              help="the page (.html); for a folder the index, its trace pages in <name>_files/"),
-    annotation: Optional[Path] = typer.Option(
+    annotation: Path | None = typer.Option(
         None, "--annotation", "-a",
         help="the trace's annotation (.jsonl; default: the one beside the trace, else the built-in library's)"),
-    program: Optional[Path] = typer.Option(None, "--program", "-p", help="a reward program (.rwd) to show over time"),
-    qa: Optional[Path] = typer.Option(None, "--qa", help="a Q&A run folder: the questions about the trace"),
-    agent: Optional[Path] = typer.Option(None, "--agent", help="an agent run folder: the attempts on the trace's task"),
+    program: Path | None = typer.Option(None, "--program", "-p", help="a reward program (.rwd) to show over time"),
+    qa: Path | None = typer.Option(None, "--qa", help="a Q&A run folder: the questions about the trace"),
+    agent: Path | None = typer.Option(None, "--agent", help="an agent run folder: the attempts on the trace's task"),
     max_frames: int = typer.Option(1000, "--max-frames", min=2, help="frames drawn per page (events keep every frame)"),
 ) -> None:
     """Write an HTML page to scrub a rollout and click its events (opens offline in any browser)."""

@@ -9,11 +9,13 @@ always kept); events are never decimated.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simpatterns.annotate.plots import event_bodies
 from simpatterns.trace import Episode, Trace
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ class DrawFrames:
     frames: np.ndarray
 
     @classmethod
-    def of(cls, num_frames: int, max_frames: int) -> "DrawFrames":
+    def of(cls, num_frames: int, max_frames: int) -> DrawFrames:
         step = max(1, math.ceil(num_frames / max(1, max_frames)))
         frames = np.arange(0, num_frames, step)
         if frames[-1] != num_frames - 1:
@@ -84,26 +86,18 @@ def scene_data(trace: Trace, max_frames: int = 1000) -> dict[str, Any]:
     return out
 
 
-def event_data(annotation: "Annotation", names: Sequence[str]) -> list[dict[str, Any]]:
+def event_data(annotation: Annotation, names: Sequence[str]) -> list[dict[str, Any]]:
     """Every event: pattern, frame, length in frames (intervals: the ``frames`` param), the bodies
     it names (params whose value is a body name) and its params."""
     known = set(names)
     out = []
     for e in annotation.events:
-        bodies = sorted({v for v in _values(e.params) if isinstance(v, str) and v in known})
+        bodies = list(event_bodies(e.params, known))
         length = e.params.get("frames")
         length = int(length) if isinstance(length, (int, float)) and not isinstance(length, bool) and length > 0 else 0
         out.append({"pattern": e.pattern, "frame": int(e.frame), "length": length, "bodies": bodies,
                     "params": e.params})
     return out
-
-
-def _values(params: dict[str, Any]):
-    for v in params.values():
-        if isinstance(v, (list, tuple)):
-            yield from v
-        else:
-            yield v
 
 
 def prefix(trace: Trace, frames: int) -> Trace:
@@ -122,7 +116,7 @@ def prefix(trace: Trace, frames: int) -> Trace:
     )
 
 
-def program_data(program: "RewardProgram", trace: Trace, annotation: "Annotation | None") -> dict[str, Any]:
+def program_data(program: RewardProgram, trace: Trace, annotation: Annotation | None) -> dict[str, Any]:
     """The program's verdict (what ``reward eval --explain`` prints), its success and each
     clause's score on the rollout cut at checkpoint frames, and the frame that decided each
     clause: the first frame at which the clause, on the rollout cut there, is determined (no later
@@ -138,7 +132,7 @@ def program_data(program: "RewardProgram", trace: Trace, annotation: "Annotation
             cache[frame] = program.evaluate(None, prefix(trace, frame + 1))
         return cache[frame]
 
-    checkpoints = sorted({int(round(k * (n - 1) / (PROGRAM_CHECKPOINTS - 1))) for k in range(PROGRAM_CHECKPOINTS)})
+    checkpoints = sorted({round(k * (n - 1) / (PROGRAM_CHECKPOINTS - 1)) for k in range(PROGRAM_CHECKPOINTS)})
     series = [at(f) for f in checkpoints]
     decided = []
     for c, clause in enumerate(final.clauses):

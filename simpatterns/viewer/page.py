@@ -9,10 +9,11 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from simpatterns.files import atomic_write
 from simpatterns.trace import Trace
@@ -40,8 +41,8 @@ class TracePage:
 
     trace: Trace
     title: str
-    annotation: "Annotation | None" = None
-    program: "RewardProgram | None" = None
+    annotation: Annotation | None = None
+    program: RewardProgram | None = None
     qa: list[dict[str, Any]] = field(default_factory=list)
     agent: list[dict[str, Any]] = field(default_factory=list)
     max_frames: int = MAX_DRAW_FRAMES

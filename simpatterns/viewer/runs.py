@@ -61,7 +61,11 @@ def _same_file(a: Path, b: Path) -> bool:
 def qa_data(run_dir: str | os.PathLike, trace_path: Path) -> list[dict[str, Any]]:
     """The questions of a Q&A run about the trace at ``trace_path`` (matched by path, or by
     file name when the data set moved), one entry per (question, condition) answered."""
-    from simpatterns.qa.questions import QuestionFormatError, dataset_root, read_questions
+    from simpatterns.qa.questions import (
+        QuestionFormatError,
+        dataset_root,
+        read_questions,
+    )
     from simpatterns.qa.runner import RESPONSES_FILE, RUN_FILE, TRANSCRIPT_FILE
 
     run = Path(run_dir)

@@ -16,7 +16,7 @@ from simpatterns.trace import Trace
 
 def page_data(path: Path) -> dict:
     text = path.read_text()
-    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.DOTALL)
     assert m, "no data in the page"
     return json.loads(m.group(1))
 
