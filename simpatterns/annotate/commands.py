@@ -22,6 +22,7 @@ def annotate_cmd(
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
     gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
+    gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
     budget: int = typer.Option(6000, "--budget", min=1, help="character budget of the text"),
     workers: int = typer.Option(1, "--workers", "-j", min=1, help="parallel processes"),
     force: bool = typer.Option(False, "--force/--no-force", help="redo annotations that are up to date"),
@@ -93,7 +94,7 @@ def annotate_cmd(
             dest_dir, stem = destination(files[i])
             wanted = [(text, ".txt"), (plot, ".timeline.png"), (gif, ".annotated.gif")]
             if any(on and not (dest_dir / f"{stem}{suffix}").exists() for on, suffix in wanted):
-                renders.append(RenderJob(files[i], dest_dir, stem, text, plot, gif, budget))
+                renders.append(RenderJob(files[i], dest_dir, stem, text, plot, gif, budget, gif_size))
     with progress("annotating", len(todo), quiet=quiet or len(todo) <= 1) as bar:
 
         def say(what: str, message: str) -> None:  # above the bar while it runs
@@ -114,11 +115,11 @@ def annotate_cmd(
                     continue
                 try:  # the annotation itself was written by the worker that made it
                     if (text or plot or gif) and len(files) == 1:
-                        _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=True)
+                        _extras(file, ann, dest_dir, stem, text, plot, gif, budget, single=True, gif_size=gif_size)
                 except OSError as exc:
                     _write_failed(dest_dir, exc)
                 if (text or plot or gif) and (len(files) > 1):
-                    renders.append(RenderJob(file, dest_dir, stem, text, plot, gif, budget))
+                    renders.append(RenderJob(file, dest_dir, stem, text, plot, gif, budget, gif_size))
                 bar.advance()
                 fired = sum(1 for p in ann.patterns if ann.pattern_events.get(p))
                 rows[i] = (str(file), str(ann.num_frames), str(len(ann.events)), f"{fired}/{len(ann.patterns)}",
@@ -232,6 +233,7 @@ class RenderJob:
     plot: bool
     gif: bool
     budget: int
+    gif_size: int = 256
 
 
 def render(job: RenderJob) -> None:
@@ -239,11 +241,12 @@ def render(job: RenderJob) -> None:
     from simpatterns.annotation import Annotation
 
     ann = Annotation.load(annotation_file(job.dest_dir, job.stem))
-    _extras(job.trace, ann, job.dest_dir, job.stem, job.text, job.plot, job.gif, job.budget, single=False)
+    _extras(job.trace, ann, job.dest_dir, job.stem, job.text, job.plot, job.gif, job.budget, single=False,
+            gif_size=job.gif_size)
 
 
 def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, gif: bool,
-            budget: int, single: bool) -> None:
+            budget: int, single: bool, gif_size: int = 256) -> None:
     from simpatterns.annotate.plots import captioned_gif, timeline_plot
     from simpatterns.annotate.text import annotation_text
     from simpatterns.files import atomic_write
@@ -258,7 +261,7 @@ def _extras(file: Path, ann, dest_dir: Path, stem: str, text: bool, plot: bool, 
     if plot:
         timeline_plot(ann, dest_dir / f"{stem}.timeline.png", trace=trace)
     if gif:
-        captioned_gif(trace, ann, dest_dir / f"{stem}.annotated.gif")
+        captioned_gif(trace, ann, dest_dir / f"{stem}.annotated.gif", size=gif_size)
 
 
 def export_cmd(

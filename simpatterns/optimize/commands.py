@@ -64,6 +64,7 @@ def optimize(
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
     keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
+    gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
     trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
     out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
                                             help="write the result (with the curve) as JSON (folders are created)"),
@@ -175,7 +176,7 @@ def optimize(
         from simpatterns.dsl import builtin_library
 
         try:
-            captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4)
+            captioned_gif(trace, annotate(trace, builtin_library()), gif, stride=4, size=gif_size)
         except OSError as exc:
             _fail(str(exc))
         console.print(f"best rollout -> {gif}")

@@ -25,6 +25,23 @@ def test_timeline_plot_writes_a_png(tmp_path, drop_trace, small_library, sources
     assert sorted(p.name for p in tmp_path.iterdir()) == ["more.png", "t.png"]
 
 
+def test_gif_size_option(tmp_path):
+    from simpatterns.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["simulate", "-t", "0", "-o", str(tmp_path / "t.npz"), "--gif", str(tmp_path / "s.gif"),
+                              "--gif-size", "128"])
+    assert res.exit_code == 0, res.output
+    with Image.open(tmp_path / "s.gif") as img:
+        assert img.size == (128, 128)
+    res = runner.invoke(app, ["annotate", str(tmp_path / "t.npz"), "--gif", "--gif-size", "96", "-q"])
+    assert res.exit_code == 0, res.output
+    with Image.open(tmp_path / "t.annotated.gif") as img:
+        assert img.size[0] == 96 and img.size[1] > 96  # the caption strip below
+    res = runner.invoke(app, ["simulate", "-t", "0", "--gif", str(tmp_path / "x.gif"), "--gif-size", "8"])
+    assert res.exit_code == 2 and "--gif-size" in res.output
+
+
 def test_timeline_rows_are_per_pattern_and_body_group():
     ann = Annotation.from_events(
         [
