@@ -68,16 +68,18 @@ def _curve_plot(curves: dict[str, np.ndarray], budget: int, path: Path) -> None:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 3.2), dpi=110)
+    fig = Figure(figsize=(6, 3.6), dpi=110)
     ax = fig.add_subplot()
-    for name, c in curves.items():
-        ax.step(np.arange(1, len(c) + 1), c, where="post", label=name)
+    styles = [{"linestyle": "-", "linewidth": 2.0}, {"linestyle": "--", "linewidth": 2.2}]
+    for k, (name, c) in enumerate(curves.items()):
+        ax.step(np.arange(1, len(c) + 1), c, where="post", label=name, zorder=3 + k, clip_on=False,
+                **styles[k % len(styles)])
     ax.set_xlim(1, budget)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(-0.05, 1.05)  # a curve at 0 (sparse reward before its first success) stays off the x axis
     ax.set_xlabel("samples (simulated rollouts)")
     ax.set_ylabel("best score so far")
     ax.set_title("Simulated annealing: " + "get the green ball in the second bucket", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)  # below: it covers no curve
     ax.grid(alpha=0.3)
     fig.tight_layout()
     with atomic_open(path, "wb") as fh:
