@@ -101,8 +101,9 @@ def _panels(d: dict[str, Any], qa: Sequence[dict[str, Any]], agent: Sequence[dic
             f'{"SUCCESS" if p["success"] else "FAIL"}</span>, score {p["score"]:.3f}</h2>'
             f'<table><tr><th>clause</th><th>text</th><th>success</th><th>score</th><th>decided at</th>'
             f'<th>why</th></tr>{rows}</table>'
-            '<p>Over time (the rollout cut at each frame): program score (black), success (green, dashed), '
-            'clause scores (colours), the frame deciding each clause (dotted).</p>'
+            '<p>Over time, on the rollout cut at each frame (its last frame held after the cut): program score '
+            '(black), success (green, dashed), clause scores (colours), the frame deciding each clause '
+            '(dotted).</p>'
             '<svg id="program-plot" width="600" height="140"></svg>'
             f'<details><summary>reward eval --explain</summary><pre>{html.escape(p["explain"])}</pre></details></section>')
     if qa:
@@ -146,11 +147,10 @@ _PAGE = """<!DOCTYPE html>
 <select id="view"><option value="side">side (x, z)</option><option value="front">front (y, z)</option>
 <option value="top">top (x, y)</option></select></div>
 <input id="scrub" type="range" min="0" value="0" step="1"><div id="time"></div>
-</div></div>
+</div><div id="panels">{panels}</div></div>
 <section><h2>Events</h2><label>pattern <select id="pattern"><option value="">all</option></select></label>
 <label>body <select id="body"><option value="">all</option></select></label>
 <div id="timeline"></div></section>
-{panels}
 <div id="tip"></div>
 <script id="data" type="application/json">{data}</script>
 <script>{js}</script>
