@@ -102,7 +102,10 @@ def event_data(annotation: Annotation, names: Sequence[str]) -> list[dict[str, A
 
 def prefix(trace: Trace, frames: int) -> Trace:
     """The rollout cut after its first ``frames`` stored frames, its horizon kept (so a reward
-    program's time windows mean the same) and nothing assumed about what follows."""
+    program's time windows mean the same) and nothing assumed about what follows; the trace
+    itself when nothing is cut (what is known after its last frame still holds)."""
+    if frames >= trace.num_frames:
+        return trace
     rows = trace.contact_frame < frames
     meta = dict(trace.meta, horizon=trace.horizon, stopped=None)
     return Trace(

@@ -163,3 +163,22 @@ def test_agent_run_shows_the_attempts_on_the_traces_task(tmp_path):
     assert text.count("<tr><td>") >= len(attempts)
     for a in attempts:
         assert f"<td>{a['status']}</td>" in text
+
+
+def test_a_rollout_stopped_at_success_is_decided_as_reward_eval_says(tmp_path):
+    """PHYRE stops at success: what follows the last frame is known, so the last point of the
+    curve is the program's verdict on the whole rollout."""
+    from simpatterns.dsl import RewardProgram
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["simulate", "-t", "19", "-o", str(tmp_path / "s.npz")]).exit_code == 0
+    trace = Trace.load(tmp_path / "s.npz")
+    assert trace.meta.get("stopped") == "success" and trace.num_frames < trace.horizon
+    goal = tmp_path / "g.rwd"
+    goal.write_text('TOUCHING("green ball", "purple pad", t=1.0)\n')
+    out = tmp_path / "v.html"
+    assert runner.invoke(app, ["view", str(tmp_path / "s.npz"), "-p", str(goal), "-o", str(out)]).exit_code == 0
+    p = page_data(out)["program"]
+    final = RewardProgram.load(goal).evaluate(None, trace)
+    assert final.success and p["success"] and p["over_time"]["success"][-1]
+    assert p["clauses"][0]["decided"] == trace.num_frames - 1  # the stop at success decides it
