@@ -14,9 +14,9 @@ def view_cmd(
     out: Path = typer.Option(Path("view.html"), "--out", "-o",
                              help="the page (.html); for a folder the index, its trace pages in <name>_files/"),
     annotation: Path | None = typer.Option(
-        None, "--annotation", "-a",
+        None, "--annotation",
         help="the trace's annotation (.jsonl; default: the one beside the trace, else the built-in library's)"),
-    program: Path | None = typer.Option(None, "--program", "-p", help="a reward program (.rwd) to show over time"),
+    program: Path | None = typer.Option(None, "--program", help="a reward program (.rwd) to show over time"),
     qa: Path | None = typer.Option(None, "--qa", help="a Q&A run folder: the questions about the trace"),
     agent: Path | None = typer.Option(None, "--agent", help="an agent run folder: the attempts on the trace's task"),
     max_frames: int = typer.Option(1000, "--max-frames", min=2, help="frames drawn per page (events keep every frame)"),

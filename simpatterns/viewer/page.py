@@ -112,11 +112,16 @@ def _panels(d: dict[str, Any], qa: Sequence[dict[str, Any]], agent: Sequence[dic
             verdict = "" if q.get("correct") is None else (
                 '<span class="ok">correct</span>' if q["correct"] else '<span class="no">wrong</span>')
             shown = "".join(f"<p><b>{html.escape(str(m['role']))}</b></p><pre>{html.escape(m['content'])}</pre>"
+                            + "".join(f'<img class="shown" src="{html.escape(u)}" alt="an image the model was shown">'
+                                      for u in m.get("images", []))
                             for m in q["shown"]) or "<p>(no transcript in the run)</p>"
+            w = q.get("window") or []
+            seen = (f"; it sees {w[0]:.2f}-{w[1]:.2f} s: {_frame_link(round(w[0] / d['dt']), d['dt'])} to "
+                    f"{_frame_link(min(round(w[1] / d['dt']), d['num_frames'] - 1), d['dt'])}") if len(w) == 2 else ""
             cut = f"; cut at {_frame_link(q['cut_frame'], d['dt'])}" if q.get("cut_frame") is not None else ""
             items.append(
                 f'<div class="qa"><p><b>{html.escape(q["id"])}</b> [{html.escape(str(q["condition"]))}] '
-                f'{verdict}{cut}</p><p>{html.escape(q["question"])}</p>'
+                f'{verdict}{cut}{seen}</p><p>{html.escape(q["question"])}</p>'
                 f'<p>answer: <code>{html.escape(json.dumps(q["parsed"]))}</code> · gold: '
                 f'<code>{html.escape(json.dumps(q["gold"]))}</code></p>'
                 f'<details><summary>what the model was shown</summary>{shown}</details>'

@@ -2,7 +2,7 @@
 
 A Q&A run (``simpatterns qa eval``) contributes each question asked about the
 trace: its text, window and cut frame, the messages the model was shown (from
-the run's transcript, by prompt hash), the raw answer, the parsed answer and
+the run's transcript, by prompt hash, with its images), the raw answer, the parsed answer and
 the gold answer. An agent run (``simpatterns agent eval``) contributes the
 episodes on the trace's task: every attempt with its action and outcome.
 """
@@ -94,7 +94,8 @@ def qa_data(run_dir: str | os.PathLike, trace_path: Path) -> list[dict[str, Any]
         out.append({"id": q.id, "condition": r.get("condition"), "question": q.text, "family": q.family,
                     "window": q.window, "cut_frame": q.cut_frame, "gold": q.answer, "response": r.get("response"),
                     "parsed": g.get("parsed"), "correct": g.get("correct"),
-                    "shown": [{"role": m.get("role"), "content": _text(m.get("content"))}
+                    "shown": [{"role": m.get("role"), "content": _text(m.get("content")),
+                               "images": _images(m.get("content"))}
                               for m in shown.get(r.get("prompt_hash"), []) if isinstance(m, dict)]})
     return out
 
@@ -107,6 +108,14 @@ def _text(content: Any) -> str:
         return "\n".join(p.get("text", "") if p.get("type") == "text" else f"[{p.get('type', 'part')}]"
                          for p in content if isinstance(p, dict))
     return ""
+
+
+def _images(content: Any) -> list[str]:
+    """The inline images (``data:image/...`` URLs) of a message, as the model got them."""
+    if not isinstance(content, list):
+        return []
+    urls = [(p.get("image_url") or {}).get("url") for p in content if isinstance(p, dict) and p.get("type") == "image_url"]
+    return [u for u in urls if isinstance(u, str) and u.startswith("data:image/")]
 
 
 def agent_data(run_dir: str | os.PathLike, trace: Trace) -> list[dict[str, Any]]:

@@ -134,6 +134,16 @@
     playBtn.textContent = state.playing ? "pause" : "play";
   }
   playBtn.addEventListener("click", () => togglePlay());
+  // keys: space plays or pauses, arrows step one drawn frame (shift: ten)
+  document.addEventListener("keydown", (e) => {
+    if (e.target.closest && e.target.closest("input, select, textarea")) return;
+    if (e.key === " ") { e.preventDefault(); togglePlay(); }
+    else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+      e.preventDefault(); togglePlay(false);
+      const k = drawIndexOf(state.frame) + (e.key === "ArrowRight" ? 1 : -1) * (e.shiftKey ? 10 : 1);
+      setFrame(S.frames[Math.max(0, Math.min(S.frames.length - 1, k))]);
+    }
+  });
   document.getElementById("speed").addEventListener("change", (e) => (state.speed = parseFloat(e.target.value)));
   scrub.max = T - 1;
   scrub.addEventListener("input", () => { togglePlay(false); setFrame(parseInt(scrub.value, 10)); });

@@ -197,3 +197,25 @@ def test_timeline_rows_filter_by_pattern_and_body_and_hover_shows_params(browser
     browser.send("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
     tip = browser.eval("document.getElementById('tip').textContent")
     assert tip.startswith("airborne  frame ") and '"object": "green ball"' in tip and '"frames":' in tip
+
+
+def _key(browser, key: str, code: int, modifiers: int = 0) -> None:
+    for kind in ("rawKeyDown", "keyUp"):
+        browser.send("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=code,
+                     modifiers=modifiers)
+
+
+def test_keys_step_through_the_drawn_frames_and_play(browser, t19, tmp_path):
+    browser.open(_page(t19, tmp_path, max_frames=200))
+    frames = browser.eval("viewer.data.scene.frames")
+    _key(browser, "ArrowRight", 39)
+    assert browser.eval("viewer.state.frame") == frames[1]
+    _key(browser, "ArrowRight", 39, modifiers=8)  # shift: ten drawn frames
+    assert browser.eval("viewer.state.frame") == frames[11]
+    _key(browser, "ArrowLeft", 37)
+    assert browser.eval("viewer.state.frame") == frames[10]
+    browser.send("Input.dispatchKeyEvent", type="keyDown", key=" ", code="Space", text=" ", windowsVirtualKeyCode=32)
+    browser.send("Input.dispatchKeyEvent", type="keyUp", key=" ", code="Space", windowsVirtualKeyCode=32)
+    assert browser.eval("viewer.state.playing")
+    assert _wait(browser, f"viewer.state.frame > {frames[10]}")
+    assert browser.errors == []

@@ -125,7 +125,7 @@ def test_qa_run_shows_question_what_was_shown_answer_and_gold(tmp_path):
     assert res.exit_code == 0, res.output
     with ScriptedLLMServer(default=Reply("Thinking.\nANSWER: yes")) as server:
         res = runner.invoke(app, ["qa", "eval", str(data), "--out", str(tmp_path / "run"), "--llm", "openai",
-                                  "--base-url", server.base_url, "--conditions", "annotation", "-q"])
+                                  "--base-url", server.base_url, "--conditions", "annotation,frames", "-q"])
         assert res.exit_code == 0, res.output
     assert runner.invoke(app, ["qa", "score", str(tmp_path / "run")]).exit_code == 0
     questions = read_questions(data)
@@ -139,9 +139,13 @@ def test_qa_run_shows_question_what_was_shown_answer_and_gold(tmp_path):
     assert d["cut_frames"] == sorted({q.cut_frame for q in mine if q.cut_frame is not None})
     for q in mine:
         assert json.dumps(q.text)[1:-1].replace("<", "&lt;")[:40] in text or q.text[:40] in text
-    assert text.count('<div class="qa">') == len(mine)
-    assert text.count("ANSWER: yes") == len(mine)  # the raw answer of each
+    assert text.count('<div class="qa">') == 2 * len(mine)  # each question under both conditions
+    assert text.count("ANSWER: yes") == 2 * len(mine)  # the raw answer of each
     assert "what the model was shown" in text and "annotation" in text.lower()
+    # the frames condition showed pictures: the page has them, inline
+    assert text.count('<img class="shown" src="data:image/png;base64,') >= len(mine)
+    for q in mine:  # the span the model saw, as frame links
+        assert f"it sees {q.window[0]:.2f}-{q.window[1]:.2f} s" in text
 
 
 def test_agent_run_shows_the_attempts_on_the_traces_task(tmp_path):
