@@ -32,9 +32,11 @@ def library_for(trace: Trace) -> Any:
 def trace_page(trace_path: str | os.PathLike, annotation: str | os.PathLike | None = None,
                program: str | os.PathLike | None = None, qa_run: str | os.PathLike | None = None,
                agent_run: str | os.PathLike | None = None, max_frames: int = MAX_DRAW_FRAMES,
-               back: str | None = None) -> TracePage:
+               back: str | None = None, program_may_not_fit: bool = False) -> TracePage:
     """The page of one trace. The annotation is ``annotation``, else the one `simpatterns
-    annotate` wrote beside the trace, else the trace annotated with the built-in library."""
+    annotate` wrote beside the trace, else the trace annotated with the built-in library.
+    A program naming bodies the scene lacks raises ValueError, or with
+    ``program_may_not_fit`` (a dataset of several scenes) leaves the page without it and says so."""
     path = Path(trace_path)
     trace = Trace.load(path)
     ann_path = Path(annotation) if annotation is not None else annotation_beside(path)
@@ -46,17 +48,21 @@ def trace_page(trace_path: str | os.PathLike, annotation: str | os.PathLike | No
         from simpatterns.annotate.annotator import annotate
 
         ann = annotate(trace, library_for(trace), trace_id=path.name)
-    prog = None
+    prog, notes = None, []
     if program is not None:
         from simpatterns.dsl import RewardProgram
 
         prog = RewardProgram.coerce(Path(program), library_for(trace))
-        prog.require_bodies(trace.names, str(path))
+        if program_may_not_fit and prog.check_bodies(trace.names):
+            notes.append(f"{program} names bodies this scene does not have; not evaluated here")
+            prog = None
+        elif prog is not None:
+            prog.require_bodies(trace.names, str(path))
     return TracePage(
         trace=trace, title=path.name, annotation=ann, program=prog,
         qa=qa_data(qa_run, path) if qa_run is not None else [],
         agent=agent_data(agent_run, trace) if agent_run is not None else [],
-        max_frames=max_frames, back=back,
+        max_frames=max_frames, back=back, notes=notes,
     )
 
 
@@ -79,7 +85,8 @@ def dataset_pages(folder: str | os.PathLike, out: str | os.PathLike, max_frames:
     for path in traces:
         rel = path.relative_to(root)
         name = "__".join(rel.with_suffix("").parts) + ".html"
-        page = trace_page(path, max_frames=max_frames, back=os.path.relpath(out, pages), **companions)
+        page = trace_page(path, max_frames=max_frames, back=os.path.relpath(out, pages), program_may_not_fit=True,
+                          **companions)
         written.append(page.write(pages / name))
         m = {**page.trace.meta, **listed.get(str(rel), {})}
         counts = Counter(e.pattern for e in page.annotation.events) if page.annotation is not None else Counter()

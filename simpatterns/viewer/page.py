@@ -47,6 +47,7 @@ class TracePage:
     agent: list[dict[str, Any]] = field(default_factory=list)
     max_frames: int = MAX_DRAW_FRAMES
     back: str | None = None  # link to the index page
+    notes: list[str] = field(default_factory=list)  # shown under the title
 
     def data(self) -> dict[str, Any]:
         t = self.trace
@@ -66,13 +67,14 @@ class TracePage:
     def html(self) -> str:
         d = self.data()
         return _PAGE.format(title=html.escape(self.title), css=_asset("viewer.css"), js=_asset("viewer.js"),
-                            data=_json_script(d), header=_header(d, self.back), panels=_panels(d, self.qa, self.agent))
+                            data=_json_script(d), header=_header(d, self.back, self.notes),
+                            panels=_panels(d, self.qa, self.agent))
 
     def write(self, path: str | os.PathLike) -> Path:
         return atomic_write(Path(path), self.html())
 
 
-def _header(d: dict[str, Any], back: str | None) -> str:
+def _header(d: dict[str, Any], back: str | None, notes: Sequence[str] = ()) -> str:
     m = d["meta"]
     bits = [f"{k} {html.escape(str(m[k]))}" for k in ("simulator", "template", "variant") if k in m]
     if "success" in m:
@@ -80,7 +82,7 @@ def _header(d: dict[str, Any], back: str | None) -> str:
     ep = d["episode"]
     bits.append(f"{d['num_frames']} frames of a {ep['horizon']}-frame horizon, dt {d['dt']:.4g} s")
     link = f'<a href="{html.escape(back)}">index</a> · ' if back else ""
-    return link + " · ".join(bits)
+    return link + " · ".join(bits) + "".join(f'<br><span class="no">{html.escape(n)}</span>' for n in notes)
 
 
 def _frame_link(f: int, dt: float) -> str:

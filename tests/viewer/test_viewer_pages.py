@@ -61,7 +61,7 @@ def test_bad_inputs_get_one_line_naming_the_file(t19, tmp_path):
     assert res.exit_code != 0 and "bad.npz" in res.output
     goal = tmp_path / "g.rwd"
     goal.write_text('TOUCHING("green ball", "blue ball")\n')  # template 00019 has no blue ball
-    res = runner.invoke(app, ["view", str(t19), "-p", str(goal), "-o", str(tmp_path / "v.html")])
+    res = runner.invoke(app, ["view", str(t19), "--program", str(goal), "-o", str(tmp_path / "v.html")])
     assert res.exit_code != 0 and "blue ball" in res.output
     assert not (tmp_path / "v.html").exists()
 
@@ -74,7 +74,7 @@ def test_program_over_time_and_the_frame_deciding_each_clause(t19, tmp_path):
     goal.write_text('AND(\n    TOUCHING("green ball", "purple pad", hold=0.05),\n'
                     '    NEVER(TOUCHING("red ball", "purple pad")),\n)\n')
     out = tmp_path / "v.html"
-    res = CliRunner().invoke(app, ["view", str(t19), "-p", str(goal), "-o", str(out)])
+    res = CliRunner().invoke(app, ["view", str(t19), "--program", str(goal), "-o", str(out)])
     assert res.exit_code == 0, res.output
     p = page_data(out)["program"]
     trace = Trace.load(t19)
@@ -113,6 +113,15 @@ def test_dataset_folder_gives_an_index_linking_one_page_per_trace(tmp_path):
         assert r["events"] == len(d["events"]) == sum(r["counts"].values())
         assert d["num_frames"] == r["frames"]
         assert 'href="../index.html"' in page.read_text()
+    # a program about template 00019's bodies: its pages show it, the others say why they do not
+    goal = tmp_path / "g.rwd"
+    goal.write_text('TOUCHING("green ball", "purple pad")\n')
+    res = runner.invoke(app, ["view", str(data), "--program", str(goal), "-o", str(index)])
+    assert res.exit_code == 0, res.output
+    for r in page_data(index):
+        page = index.parent / r["page"]
+        assert ("program" in page_data(page)) == (r["template"] == "00019")
+        assert ("names bodies this scene does not have" in page.read_text()) == (r["template"] != "00019")
 
 
 def test_qa_run_shows_question_what_was_shown_answer_and_gold(tmp_path):
@@ -181,7 +190,7 @@ def test_a_rollout_stopped_at_success_is_decided_as_reward_eval_says(tmp_path):
     goal = tmp_path / "g.rwd"
     goal.write_text('TOUCHING("green ball", "purple pad", t=1.0)\n')
     out = tmp_path / "v.html"
-    assert runner.invoke(app, ["view", str(tmp_path / "s.npz"), "-p", str(goal), "-o", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["view", str(tmp_path / "s.npz"), "--program", str(goal), "-o", str(out)]).exit_code == 0
     p = page_data(out)["program"]
     final = RewardProgram.load(goal).evaluate(None, trace)
     assert final.success and p["success"] and p["over_time"]["success"][-1]
