@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from simpatterns.files import atomic_write
 from simpatterns.trace import Trace
@@ -30,9 +33,25 @@ def _asset(name: str) -> str:
     return resources.files("simpatterns.viewer").joinpath(name).read_text(encoding="utf-8")
 
 
+def _plain(x: Any) -> Any:
+    """``x`` as strict JSON values: numpy scalars and arrays as Python ones, non-finite numbers
+    (a detector's NaN param) as None, which the browser's JSON.parse accepts."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x if x is None or isinstance(x, (str, int, float, bool)) else str(x)
+
+
 def _json_script(data: Any) -> str:
     # "</" would end the script element early
-    return json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/")
+    return json.dumps(_plain(data), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
 
 @dataclass

@@ -195,3 +195,19 @@ def test_a_rollout_stopped_at_success_is_decided_as_reward_eval_says(tmp_path):
     final = RewardProgram.load(goal).evaluate(None, trace)
     assert final.success and p["success"] and p["over_time"]["success"][-1]
     assert p["clauses"][0]["decided"] == trace.num_frames - 1  # the stop at success decides it
+
+
+def test_odd_params_reach_the_page_as_strict_json(t19, tmp_path):
+    """A NaN or a string that closes a script element in an event's params must not break the page."""
+    from simpatterns.annotation import PatternEvent
+    from simpatterns.viewer import TracePage
+
+    trace = Trace.load(t19)
+    ann = Annotation.from_events(
+        [PatternEvent("odd", 5, {"object": "red ball", "speed": float("nan"), "note": "</script><b>x"})],
+        num_frames=trace.num_frames, patterns=["odd"])
+    out = TracePage(trace, "odd <page>", annotation=ann).write(tmp_path / "odd.html")
+    text = out.read_text()
+    assert "<title>odd &lt;page&gt;</title>" in text and "</script><b>" not in text
+    (event,) = page_data(out)["events"]
+    assert event["params"] == {"object": "red ball", "speed": None, "note": "</script><b>x"}
