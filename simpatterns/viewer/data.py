@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simpatterns.annotate.plots import event_bodies
+from simpatterns.simulators.mujoco.sketch import COLOURS
+from simpatterns.simulators.phyre.render import PALETTE
 from simpatterns.trace import Episode, Trace
 
 if TYPE_CHECKING:
     from simpatterns.annotation import Annotation
     from simpatterns.dsl import RewardProgram
 
-# PHYRE's palette (phyre.vis.WAD_COLORS): its purple and green are this dark blue and this teal
-PHYRE_COLOURS = {"white": "#ffffff", "red": "#f34f46", "green": "#6bcebb", "blue": "#1877f2",
-                 "purple": "#4b4aa4", "gray": "#b9cad2", "black": "#000000"}
-OTHER_COLOURS = {"yellow": "#e8c820", "orange": "#f09030", "pink": "#f090c0", "cyan": "#30c0d0",
-                 "brown": "#8b5a2b", "grey": "#b9cad2"}
 VIEWS_3D = {"side": (0, 2), "front": (1, 2), "top": (0, 1)}  # projected axes (right, up)
 PROGRAM_CHECKPOINTS = 60  # frames at which the program is scored over time
 
 
 def colour_hex(name: str) -> str:
-    return PHYRE_COLOURS.get(name) or OTHER_COLOURS.get(name) or "#555555"
+    """A body colour word as the pictures draw it: PHYRE's palette (`render.PALETTE`, PHYRE's own
+    values: its purple is a dark blue, its green a teal), else the 3D sketches' colours."""
+    rgb = PALETTE.get(name) or COLOURS.get(name) or (0x55, 0x55, 0x55)
+    return "#%02x%02x%02x" % rgb
 
 
 @dataclass(frozen=True)
