@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from simpatterns.annotation import Annotation
@@ -211,3 +212,24 @@ def test_odd_params_reach_the_page_as_strict_json(t19, tmp_path):
     assert "<title>odd &lt;page&gt;</title>" in text and "</script><b>" not in text
     (event,) = page_data(out)["events"]
     assert event["params"] == {"object": "red ball", "speed": None, "note": "</script><b>x"}
+
+
+def test_pictures_use_phyre_s_own_colours(t19):
+    """PHYRE's phyre/vis.py WAD_COLORS: its "purple" is #4b4aa4 (a dark blue) and its "green"
+    #6bcebb (a teal); the PNG render and the page draw those, not the words' usual hues."""
+    from simpatterns.simulators.phyre.render import render_frame
+    from simpatterns.viewer.data import colour_hex
+
+    phyre = {"red": "f34f46", "green": "6bcebb", "blue": "1877f2", "purple": "4b4aa4", "gray": "b9cad2",
+             "black": "000000"}
+    trace = Trace.load(t19)
+    img = render_frame(trace, 0, size=256)
+    w, h = trace.meta["world_size"]
+    for name in ("green ball", "purple pad"):
+        body = trace.body(name)
+        i = trace.body_index(name)
+        a = trace.angle[0, i]  # a ball's white spoke points along its angle: look the other way
+        x, y = trace.position[0, i] - 0.5 * body.bounding_radius * np.array([np.cos(a), np.sin(a)])
+        pixel = img.getpixel((int(x * 256 / w), int((h - y) * 256 / h)))
+        assert "%02x%02x%02x" % pixel == phyre[body.color]
+        assert colour_hex(body.color) == "#" + phyre[body.color]
