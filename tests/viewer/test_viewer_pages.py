@@ -231,5 +231,5 @@ def test_pictures_use_phyre_s_own_colours(t19):
         a = trace.angle[0, i]  # a ball's white spoke points along its angle: look the other way
         x, y = trace.position[0, i] - 0.5 * body.bounding_radius * np.array([np.cos(a), np.sin(a)])
         pixel = img.getpixel((int(x * 256 / w), int((h - y) * 256 / h)))
-        assert "%02x%02x%02x" % pixel == phyre[body.color]
+        assert "".join(f"{c:02x}" for c in pixel) == phyre[body.color]
         assert colour_hex(body.color) == "#" + phyre[body.color]
