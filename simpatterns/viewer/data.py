@@ -32,7 +32,7 @@ def colour_hex(name: str) -> str:
     """A body colour word as the pictures draw it: PHYRE's palette (`render.PALETTE`, PHYRE's own
     values: its purple is a dark blue, its green a teal), else the 3D sketches' colours."""
     rgb = PALETTE.get(name) or COLOURS.get(name) or (0x55, 0x55, 0x55)
-    return "#%02x%02x%02x" % rgb
+    return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
 @dataclass(frozen=True)
