@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # module -> the top-level commands it 
     "simpatterns.qa.commands": ("qa",),
     "simpatterns.agents.commands": ("agent",),
     "simpatterns.integrations.commands": ("export", "import"),
+    "simpatterns.viewer.commands": ("view",),
     "simpatterns.demo": ("demo",),
 }
 COMMAND_MODULES = tuple(COMMANDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -24,10 +25,10 @@ def test_demo_writes_a_consistent_report(tmp_path):
     from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
 
-    index = [json.loads(line) for line in (out / "dataset" / "index.jsonl").read_text().splitlines()]
+    index_rows = [json.loads(line) for line in (out / "dataset" / "index.jsonl").read_text().splitlines()]
     # the program names template 00000's bodies, so it is evaluated on those rollouts
-    assert len([r for r in index if r["template"] == "00000"]) == len(summary["program"]["rollouts"]) >= 6
-    for row in index:
+    assert len([r for r in index_rows if r["template"] == "00000"]) == len(summary["program"]["rollouts"]) >= 6
+    for row in index_rows:
         trace = Trace.load(out / "dataset" / row["file"])
         ann = Annotation.load((out / "dataset" / row["file"]).with_suffix(".jsonl"))
         assert ann.num_frames == trace.num_frames and trace.success == row["success"]
@@ -55,6 +56,15 @@ def test_demo_writes_a_consistent_report(tmp_path):
     assert (out / "annotation.txt").read_text().strip() in text
     assert "best_rollout.gif" in text and "Simulated annealing" in text
     assert Trace.load(out / "best_rollout.npz").meta["action"] == a["best_action"]
+
+    # the viewer pages: the best rollout (with its reward program) and the dataset's index, linked
+    assert "(best_rollout.html)" in text and "(dataset.html)" in text
+    page = (out / "best_rollout.html").read_text()
+    assert "Reward program" in page and '<script id="data"' in page
+    index = (out / "dataset.html").read_text()
+    for row in index_rows:
+        assert f'"file":"{row["file"]}"' in index
+        assert (out / "dataset_files" / (Path(row["file"]).stem + ".html")).is_file()
 
 
 def test_demo_names_a_report_folder_it_cannot_create(tmp_path):

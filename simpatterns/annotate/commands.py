@@ -21,6 +21,7 @@ def annotate_cmd(
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
     gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
+    gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
     budget: int = typer.Option(6000, "--budget", min=1, help="character budget of the text"),
     workers: int = typer.Option(1, "--workers", "-j", min=1, help="parallel processes"),
     force: bool = typer.Option(False, "--force/--no-force", help="redo annotations that are up to date"),
@@ -52,7 +53,7 @@ def annotate_cmd(
         warn("--trust-evolved: LLM-written detectors run in this process")
     try:
         policy = SandboxPolicy(trace_timeout_s=sandbox_timeout, unsafe=unsafe_sandbox)
-        report = annotate_paths(source, lib, out=out, extras=Extras(text, plot, gif, budget), workers=workers,
+        report = annotate_paths(source, lib, out=out, extras=Extras(text, plot, gif, budget, gif_size), workers=workers,
                                 force=force, sandbox=policy, backend=backend, progress=not quiet, log=note,
                                 show_text=typer.echo)  # plain: rich would re-wrap the lines
     except (FileNotFoundError, AnnotateError, LibraryError, SandboxRefused) as exc:

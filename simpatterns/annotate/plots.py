@@ -1,12 +1,13 @@
 """Pictures of annotations: a timeline plot (PNG) and the captioned rollout GIF.
 
-Timeline plot: one row per pattern (library order, top to bottom), time in
-seconds along x. A bar spans consecutive frames on which the pattern is
-active (any objects; an event with an integer ``frames`` param covers that
-many frames); a single-frame activation is a vertical tick. Rows of
-patterns that never fired are left empty with a grey label; a pattern whose
-detector failed shows "error" in red. With the trace given, the title names
-the scene and action and a dashed line marks when the goal was reached.
+Timeline plot: one row per pattern and group of bodies its events name
+(library order, top to bottom; "touch start: green ball, purple pad"), time
+in seconds along x. A bar spans consecutive frames on which the row is
+active (an event with an integer ``frames`` param covers that many frames);
+a single-frame activation is a vertical tick. Patterns that never fired get
+one empty row with a grey label; a pattern whose detector failed shows
+"error" in red. With the trace given, the title names the scene and action
+and a dashed line marks when the goal was reached.
 """
 
 from __future__ import annotations
@@ -23,6 +24,25 @@ from simpatterns.files import atomic_open
 from simpatterns.trace import Trace, runs_of_true
 
 
+def event_bodies(params: dict, names: set[str] | None) -> tuple[str, ...]:
+    """The bodies an event names: its string params (and list items) that are body names
+    (any string param when the names are unknown), in the order given."""
+    values = [x for v in params.values() for x in (v if isinstance(v, (list, tuple)) else [v])]
+    return tuple(dict.fromkeys(v for v in values if isinstance(v, str) and (names is None or v in names)))
+
+
+def timeline_rows(annotation: Annotation, names: set[str] | None = None) -> list[tuple[str, tuple[str, ...], list]]:
+    """``(pattern, bodies, events)`` per timeline row: library order, then body groups sorted;
+    a pattern with no events has one row with no bodies and no events."""
+    rows = []
+    for pattern in annotation.patterns:
+        groups: dict[tuple[str, ...], list] = {}
+        for e in annotation.by_pattern(pattern):
+            groups.setdefault(event_bodies(e.params, names), []).append(e)
+        rows += [(pattern, b, groups[b]) for b in sorted(groups)] or [(pattern, (), [])]
+    return rows
+
+
 def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace | None = None) -> Path:
     """Write the timeline plot of ``annotation`` as a PNG at ``path``."""
     import matplotlib
@@ -31,17 +51,21 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
     from matplotlib.figure import Figure
 
     path = Path(path)
-    patterns = list(annotation.patterns)
-    n = max(1, len(patterns))
+    if trace is not None:
+        names: set[str] | None = set(trace.names)
+    else:
+        names = {b.name for b in annotation.bodies} if annotation.bodies else None
+    rows = timeline_rows(annotation, names)
+    n = max(1, len(rows))
     dt = annotation.dt
     duration = max(annotation.num_frames * dt, dt)
     fig = Figure(figsize=(10, 0.9 + 0.28 * n), dpi=110)
     ax = fig.add_subplot(1, 1, 1)
     cmap = matplotlib.colormaps["tab10"]
-    for row, pattern in enumerate(patterns):
+    colour_of = {p: cmap(k % 10) for k, p in enumerate(annotation.patterns)}  # one colour per pattern
+    for row, (pattern, _, events) in enumerate(rows):
         y = n - 1 - row
-        events = annotation.by_pattern(pattern)
-        colour = cmap(row % 10)
+        colour = colour_of[pattern]
         if events:
             active = np.zeros(annotation.num_frames + 1, dtype=bool)
             for e in events:
@@ -57,10 +81,10 @@ def timeline_plot(annotation: Annotation, path: str | os.PathLike, trace: Trace 
         if pattern in annotation.errors:
             ax.text(duration / 2, y, "error", color="red", va="center", ha="center", fontsize=8)
     ax.set_yticks(range(n))
-    labels = list(reversed(patterns)) or [""]
+    labels = [p + (": " + ", ".join(b) if b else "") for p, b, _ in reversed(rows)] or [""]
     ax.set_yticklabels(labels, fontsize=8)
-    for tick, pattern in zip(ax.get_yticklabels(), labels):
-        if pattern and not annotation.by_pattern(pattern):
+    for tick, (_, _, events) in zip(ax.get_yticklabels(), reversed(rows)):
+        if not events:
             tick.set_color("0.55")
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_xlim(0, duration * 1.01)

@@ -44,12 +44,14 @@ class AnnotateError(Exception):
 @dataclass(frozen=True)
 class Extras:
     """What is written beside each annotation: the LLM text (``<stem>.txt``, at most
-    ``max_chars`` characters), the timeline plot and the captioned GIF."""
+    ``max_chars`` characters), the timeline plot and the captioned GIF (its scene
+    ``gif_size`` pixels a side)."""
 
     text: bool = False
     plot: bool = False
     gif: bool = False
     max_chars: int = 6000
+    gif_size: int = 256
 
     @property
     def wanted(self) -> bool:
@@ -157,7 +159,7 @@ def write_extras(file: Path, ann: Annotation, dest_dir: Path, stem: str, extras:
     if extras.plot:
         timeline_plot(ann, dest_dir / f"{stem}.timeline.png", trace=trace)
     if extras.gif:
-        captioned_gif(trace, ann, dest_dir / f"{stem}.annotated.gif")
+        captioned_gif(trace, ann, dest_dir / f"{stem}.annotated.gif", size=extras.gif_size)
     return body
 
 

@@ -7,8 +7,9 @@
 5. simulated annealing on the goal "get the green ball in the second bucket"
    (paper §5.2), and a small dense-vs-sparse comparison;
 6. write a report folder: README.md (the summary), the best rollout as a
-   captioned GIF, its timeline plot, the annealing curve, the annotation
-   text, the dataset with its annotations, and summary.json.
+   captioned GIF and a browser page (`simpatterns view`), its timeline plot, the
+   annealing curve, the annotation text, the dataset with its annotations and
+   its browser index (dataset.html), and summary.json.
 
 Each step hands its result to ``on_event`` as it is done (`StepStarted` before
 it, then one of `DatasetDone`, `AnnotationDone`, `TextDone`, `ProgramDone`,
@@ -171,16 +172,18 @@ def _curve_plot(curves: dict[str, np.ndarray], budget: int, path: Path) -> None:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 3.2), dpi=110)
+    fig = Figure(figsize=(6, 3.6), dpi=110)
     ax = fig.add_subplot()
-    for name, c in curves.items():
-        ax.step(np.arange(1, len(c) + 1), c, where="post", label=name)
+    styles = [{"linestyle": "-", "linewidth": 2.0}, {"linestyle": "--", "linewidth": 2.2}]
+    for k, (name, c) in enumerate(curves.items()):
+        ax.step(np.arange(1, len(c) + 1), c, where="post", label=name, zorder=3 + k, clip_on=False,
+                **styles[k % len(styles)])
     ax.set_xlim(1, budget)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(-0.05, 1.05)  # a curve at 0 (sparse reward before its first success) stays off the x axis
     ax.set_xlabel("samples (simulated rollouts)")
     ax.set_ylabel("best score so far")
     ax.set_title("Simulated annealing: " + "get the green ball in the second bucket", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)  # below: it covers no curve
     ax.grid(alpha=0.3)
     fig.tight_layout()
     with atomic_open(path, "wb") as fh:
@@ -242,6 +245,11 @@ def run_demo(out: str | os.PathLike = "demo-report", *, seed: int = 0, budget: i
                 folder / "anneal_curve.png")
     best.best_trace.save(folder / "best_rollout.npz")
     best_ann.save(folder / "best_rollout.jsonl")
+    from simpatterns.viewer import dataset_pages, trace_page
+
+    trace_page(folder / "best_rollout.npz", annotation=folder / "best_rollout.jsonl",
+               program=folder / "bucket_goal.rwd").write(folder / "best_rollout.html")
+    dataset_pages(data.folder, folder / "dataset.html")
     seconds = time.perf_counter() - t_start
     summary["seconds"] = round(seconds, 1)
     atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
@@ -400,6 +408,9 @@ def _readme(seconds: float, seed: int, budget: int, d: DatasetDone, a: Annotatio
         f"**{'success' if n.dense.best_goal_success else 'failure'}** "
         f"(success: closer than {n.threshold:g} px). With the sparse 0/1 reward, the same seed "
         f"{'also succeeded' if n.sparse.best_goal_success else 'did not succeed'} ({n.sparse.samples} samples).",
+        "",
+        "Scrub it and click its events in the browser: [best_rollout.html](best_rollout.html) (the reward "
+        "program's clauses over time included); every rollout of the dataset: [dataset.html](dataset.html).",
         "",
         "![best rollout with the events of each moment](best_rollout.gif)",
         "",

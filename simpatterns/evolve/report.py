@@ -1,7 +1,8 @@
 """``simpatterns evolve report RUN_DIR``: what a discovery job did, from its log alone.
 
 Writes into ``RUN_DIR/report/``: one PNG per label with the best fitness of
-each island against the sample index (and the acceptance baseline), and
+each island against the sample index, the baseline (the library alone) and
+the acceptance threshold (baseline + theta, from ``job.json``), and
 ``report.md`` with the accepted programs and a table of rejection reasons.
 """
 
@@ -23,6 +24,7 @@ class LabelReport:
     label: str
     samples: int = 0
     baseline: float | None = None
+    theta: float | None = None  # acceptance: best fitness - baseline > theta
     accepted: bool | None = None
     why: str = ""
     best: Program | None = None
@@ -52,6 +54,7 @@ def build_report(run_dir: str | Path, write: bool = True) -> Report:
     log = RunLog(run_dir)
     if not log.samples_path.is_file():
         raise FileNotFoundError(f"{run_dir}: no samples.jsonl; is this a discovery run directory?")
+    theta = _theta(log)
     labels: dict[str, LabelReport] = {}
     best_now: dict[tuple[str, int], float] = {}
     for offset, raw in log.records():
@@ -62,6 +65,7 @@ def build_report(run_dir: str | Path, write: bool = True) -> Report:
         if isinstance(rec, LabelStart):
             lab = labels.setdefault(rec.label, LabelReport(rec.label))
             lab.baseline = rec.baseline
+            lab.theta = theta
             seed_fit = rec.seed_program.fitness
             if rec.seed_program.parts.get("rejected") is None:
                 for isl in range(rec.database.num_islands):
@@ -94,6 +98,18 @@ def build_report(run_dir: str | Path, write: bool = True) -> Report:
     return report
 
 
+def _theta(log: RunLog) -> float | None:
+    """The run's acceptance threshold over the baseline (the kind's default when unset); None
+    without a readable ``job.json``."""
+    from simpatterns.evolve.config import EvolveConfig
+
+    job = log.read_job()
+    try:
+        return float(EvolveConfig.from_json(job["config"]).fitness.resolved().theta)
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
 def _slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "label"
 
@@ -106,17 +122,20 @@ def _plot(lab: LabelReport, out: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.0, 3.6), dpi=110)
     for isl, pts in sorted(lab.curves.items()):
         xs = [p[0] for p in pts] + [lab.samples]
         ys = [p[1] for p in pts] + [pts[-1][1]]
         ax.step(xs, ys, where="post", label=f"island {isl}")
     if lab.baseline is not None:
         ax.axhline(lab.baseline, color="grey", linestyle="--", linewidth=1, label="baseline (library alone)")
+        if lab.theta is not None:
+            ax.axhline(lab.baseline + lab.theta, color="red", linestyle=":", linewidth=1.2,
+                       label=f"acceptance threshold (baseline + {lab.theta:g})")
     ax.set_xlabel("sample")
     ax.set_ylabel("best fitness")
     ax.set_title(f"{lab.label}" + ("  (accepted)" if lab.accepted else "  (not accepted)" if lab.accepted is False else ""))
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)  # beside: covers no curve
     fig.tight_layout()
     path = out / f"fitness_{_slug(lab.label)}.png"
     with atomic_open(path, "wb") as fh:

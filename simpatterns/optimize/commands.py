@@ -39,6 +39,7 @@ def optimize(
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
     keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
+    gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
     trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
     out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
                                             help="write the result (with the curve) as JSON (folders are created)"),
@@ -58,7 +59,7 @@ def optimize(
             batch_size=batch_size), settle, keep_going)
         with bar:
             report = optimize_scene(scene, goal, template=template, variant=variant, settings=settings,
-                                    outputs=Outputs(out_json, trace_out, gif), backend=backend,
+                                    outputs=Outputs(out_json, trace_out, gif, gif_size), backend=backend,
                                     on_start=lambda r: console.print(r.header(settings, goal)), progress=bar)
             bar.ended(report.result.samples if report.result is not None else None)
     except OptimizeError as exc:

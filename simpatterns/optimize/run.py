@@ -95,11 +95,13 @@ class SearchSettings:
 @dataclass(frozen=True)
 class Outputs:
     """Files to write: the result (with the curve) as JSON, whose checkpoint
-    (``<stem>.evaluations.jsonl``) sits beside it; the best rollout's trace; its GIF."""
+    (``<stem>.evaluations.jsonl``) sits beside it; the best rollout's trace; its GIF
+    (the scene ``gif_size`` pixels a side)."""
 
     json: Path | None = None
     trace: Path | None = None
     gif: Path | None = None
+    gif_size: int = 256
 
 
 @dataclass
@@ -245,7 +247,8 @@ def _write(report: OptimizeReport, goal: Any, settings: SearchSettings, outputs:
         from simpatterns.dsl import builtin_library
 
         _written(report, "best rollout", outputs.gif,
-                 lambda: captioned_gif(trace, annotate(trace, builtin_library()), outputs.gif, stride=4))
+                 lambda: captioned_gif(trace, annotate(trace, builtin_library()), outputs.gif, stride=4,
+                                               size=outputs.gif_size))
 
 
 def _written(report: OptimizeReport, what: str, path: Path, write: Callable[[], Any]) -> None:

@@ -42,6 +42,7 @@ def simulate_cmd(
     action: Optional[str] = typer.Option(None, "--action", "-a", help="x,y,r in [0,1]; default: the variant's solution"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the trace (.npz; folders are created)"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the rollout as a GIF"),
+    gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF in pixels"),
     png: Optional[Path] = typer.Option(None, "--png", help="write the last frame as a PNG"),
     full: bool = typer.Option(False, "--full/--no-full", help="run all 1000 steps even after success"),
     stride: int = typer.Option(1, "--stride", min=1, help="store every k-th frame"),
@@ -79,7 +80,7 @@ def simulate_cmd(
             tr.save(out)
             console.print(f"trace -> {out}")
         if gif:
-            save_gif(tr, gif, stride=max(1, 4 // stride))
+            save_gif(tr, gif, stride=max(1, 4 // stride), size=gif_size)
             console.print(f"gif -> {gif}")
         if png:
             save_png(tr, png)

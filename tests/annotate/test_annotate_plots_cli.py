@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate
-from simpatterns.annotate.plots import captioned_gif, frame_captions, timeline_plot
+from simpatterns.annotate.plots import captioned_gif, frame_captions, timeline_plot, timeline_rows
 
 
 def test_timeline_plot_writes_a_png(tmp_path, drop_trace, small_library, sources):
@@ -23,6 +23,44 @@ def test_timeline_plot_writes_a_png(tmp_path, drop_trace, small_library, sources
     with Image.open(timeline_plot(more, tmp_path / "more.png")) as img:
         assert img.size[0] == w and img.size[1] > h
     assert sorted(p.name for p in tmp_path.iterdir()) == ["more.png", "t.png"]
+
+
+def test_gif_size_option(tmp_path):
+    from simpatterns.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["simulate", "-t", "0", "-o", str(tmp_path / "t.npz"), "--gif", str(tmp_path / "s.gif"),
+                              "--gif-size", "128"])
+    assert res.exit_code == 0, res.output
+    with Image.open(tmp_path / "s.gif") as img:
+        assert img.size == (128, 128)
+    res = runner.invoke(app, ["annotate", str(tmp_path / "t.npz"), "--gif", "--gif-size", "96", "-q"])
+    assert res.exit_code == 0, res.output
+    with Image.open(tmp_path / "t.annotated.gif") as img:
+        assert img.size[0] == 96 and img.size[1] > 96  # the caption strip below
+    res = runner.invoke(app, ["simulate", "-t", "0", "--gif", str(tmp_path / "x.gif"), "--gif-size", "8"])
+    assert res.exit_code == 2 and "--gif-size" in res.output
+
+
+def test_timeline_rows_are_per_pattern_and_body_group():
+    ann = Annotation.from_events(
+        [
+            PatternEvent("touch", 4, {"object_a": "red ball", "object_b": "ground"}),
+            PatternEvent("bounce", 3, {"object": "red ball"}),
+            PatternEvent("bounce", 5, {"object": "green ball", "speed": 2.0}),
+            PatternEvent("touch", 6, {"object_a": "red ball", "object_b": "ground"}),
+            PatternEvent("rest", 9, {"note": "all"}),
+        ],
+        num_frames=10, patterns=["touch", "bounce", "rest", "never"],
+    )
+    rows = timeline_rows(ann, {"red ball", "green ball", "ground"})
+    assert [(p, b, [e.frame for e in evs]) for p, b, evs in rows] == [
+        ("touch", ("red ball", "ground"), [4, 6]),
+        ("bounce", ("green ball",), [5]),
+        ("bounce", ("red ball",), [3]),
+        ("rest", (), [9]),  # "all" names no body
+        ("never", (), []),
+    ]
 
 
 def test_captions_list_events_since_the_previous_shown_frame():

@@ -158,6 +158,9 @@ def test_scripted_llm_job_accepts_the_good_detectors(traces, builtin, small_libr
     report = build_report(tmp_path / "run")
     assert report.markdown.is_file() and all(lab.plot and lab.plot.is_file() for lab in report.labels)
     assert report.reasons[R.FORBIDDEN_IMPORT] >= 1
+    # the plots draw the acceptance threshold: the run's theta over each label's baseline
+    theta = fast_config(samples_per_label=16, seed=4).fitness.resolved().theta
+    assert all(lab.theta == theta and lab.baseline is not None for lab in report.labels)
 
 
 # ------------------------------------------------------------ hostile jobs
