@@ -25,7 +25,10 @@ fails through this module, so all of them behave alike:
   progress bar), ``--json`` (print JSON on stdout instead of a table),
   ``--force`` (redo what is up to date); boolean options come in pairs
   (``--full/--no-full``); defaults are shown in ``--help``.
-  ``tests/core/test_cli_conventions.py`` checks these over every command.
+  ``tests/core/test_cli_conventions.py`` checks these over every command,
+  and that one option name has one type and one unit everywhere
+  (``--max-chars``, ``--samples``, ``--rollouts``, ``--attempts``). A
+  renamed option (`RENAMED_OPTIONS`) is refused with a hint naming the new one.
 
 This module sits at the bottom of the layers (it imports only ``files`` and
 ``parallel`` of ours), so every package's commands may use it.
@@ -214,10 +217,44 @@ def _is_main_thread() -> bool:
 
 
 # --------------------------------------------------------------- the command group
+# Retired spellings -> their new name, per command path: ``--budget`` meant six things.
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "annotate": {"--budget": "--max-chars", "--gif": "--captioned-gif", "--no-gif": "--no-captioned-gif"},
+    "discover": {"--budget": "--samples", "--library": "--out"},
+    "optimize": {"--budget": "--rollouts", "--json": "--out"},
+    "demo": {"--budget": "--rollouts"},
+    "reward check": {"--format": "--canonical"},
+    "reward compile": {"--report": "--attempts-log", "--prompt-budget": "--max-prompt-tokens"},
+    "qa eval": {"--budget-chars": "--max-chars"},
+    "qa library-curve": {"--budget-chars": "--max-chars", "--trials": "--subsets"},
+    "qa importance": {"--budget-chars": "--max-chars", "--labels": "--hold-out"},
+    "qa self-discover": {"--budget-chars": "--max-chars", "--budget": "--samples"},
+    "agent eval": {"--budget-chars": "--max-chars", "--budget": "--attempts"},
+    "agent library-curve": {"--budget-chars": "--max-chars", "--budget": "--attempts", "--trials": "--subsets"},
+    "agent importance": {"--budget-chars": "--max-chars", "--budget": "--attempts", "--labels": "--hold-out"},
+    "agent phyre-cache": {"--actions": "--action-count"},
+    "mujoco rope-dataset": {"--actions": "--actions-per-episode"},
+}
+
+
+def _renamed_hint(exc: click_exceptions.UsageError) -> str | None:
+    """For an unknown option that was renamed: "--budget is now --max-chars" (else None)."""
+    if not isinstance(exc, click_exceptions.NoSuchOption) or exc.ctx is None:
+        return None
+    path = exc.ctx.command_path.split(" ", 1)[1] if " " in exc.ctx.command_path else ""
+    new = RENAMED_OPTIONS.get(path, {}).get(exc.option_name)
+    if new is None:
+        return None
+    return f"{exc.ctx.command_path}: {exc.option_name} was renamed; use {new}"
+
+
 _HINT_VALUES = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
 def _usage_message(exc: click_exceptions.UsageError) -> str:
+    renamed = _renamed_hint(exc)
+    if renamed is not None:
+        return renamed
     ctx = exc.ctx
     where = ctx.command_path if ctx is not None else PROG
     msg = one_line(exc.format_message())

@@ -85,8 +85,8 @@ def _curve_plot(curves: dict[str, np.ndarray], budget: int, path: Path) -> None:
 
 def demo(
     out: Path = typer.Option(Path("demo-report"), "--out", help="report folder"),
-    seed: int = typer.Option(0, "--seed"),
-    budget: int = typer.Option(60, "--budget", help="annealing samples per run"),
+    seed: int = typer.Option(0, "--seed", help="seed of the data set and the search"),
+    budget: int = typer.Option(60, "--rollouts", help="simulated rollouts per annealing run"),
     trials: int = typer.Option(6, "--trials", help="seeds per arm in the dense-vs-sparse comparison (0: skip)"),
     workers: int = typer.Option(2, "--workers", "-j", help="processes for rollouts, annotation and trials"),
 ) -> None:
@@ -227,7 +227,7 @@ def demo(
     md = [
         "# simpatterns demo report",
         "",
-        f"Made by `simpatterns demo --seed {seed} --budget {budget}` in {seconds:.0f} s, with no LLM and no network.",
+        f"Made by `simpatterns demo --seed {seed} --rollouts {budget}` in {seconds:.0f} s, with no LLM and no network.",
         "",
         "## 1. Dataset",
         "",

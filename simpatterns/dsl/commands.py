@@ -70,7 +70,7 @@ def check_cmd(
         "can name there, and check the program against every shipped variant"),
     variant: Optional[int] = typer.Option(None, "--variant", help="with --template: only this variant"),
     as_json: bool = typer.Option(False, "--json", help="print errors as JSON lines"),
-    canonical: bool = typer.Option(False, "--format", help="print the canonical form of a valid program"),
+    canonical: bool = typer.Option(False, "--canonical", help="print the canonical form of a valid program"),
 ) -> None:
     """Parse and check a program; print every error with its position. Exit 1 on errors."""
     from simpatterns.dsl import DSLError, DSLErrors, check, format_program, parse
@@ -288,11 +288,11 @@ def compile_cmd(
     no_examples: Annotated[bool, typer.Option("--no-examples", help="No few-shot examples.")] = False,
     n: Annotated[int, typer.Option("-n", help="Candidates sampled per attempt.")] = 4,
     attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts (1 + repairs).")] = 3,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.7,
-    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 1024,
-    seed: Annotated[Optional[int], typer.Option("--seed")] = 0,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.7,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per answer.")] = 1024,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the requests.")] = 0,
     report: Annotated[Optional[Path], typer.Option(
-        "--report", help="Write every attempt, candidate and error as JSON.")] = None,
+        "--attempts-log", help="Write every attempt, candidate and error as JSON.")] = None,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
     model: Model = None,
@@ -304,7 +304,7 @@ def compile_cmd(
     prompt: Annotated[str, typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
     prompt_budget: Annotated[int, typer.Option(
-        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
+        "--max-prompt-tokens", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
     record: Record = None,
     timeout: Timeout = None,
     concurrency: Concurrency = None,

@@ -53,7 +53,7 @@ class _ProgressView:
 def discover_cmd(
     traces: Annotated[Path, typer.Option("--traces", help="Directory of .npz traces (searched recursively).")],
     labels: Annotated[Path, typer.Option("--labels", help="Labels file (TOML, [[label]] entries).")],
-    library: Annotated[Path, typer.Option("--library", help="Output library directory (written atomically).")],
+    library: Annotated[Path, typer.Option("--out", "-o", help="Output library directory (written atomically).")],
     base_library: Annotated[str, typer.Option(
         "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
@@ -64,13 +64,13 @@ def discover_cmd(
     base_url: Annotated[Optional[str], typer.Option("--base-url", envvar="SIMPATTERNS_LLM_BASE_URL")] = None,
     model: Annotated[Optional[str], typer.Option("--model", envvar="SIMPATTERNS_LLM_MODEL")] = None,
     record: Annotated[Optional[Path], typer.Option("--record", help="Record LLM traffic to this transcript.")] = None,
-    budget: Annotated[Optional[int], typer.Option("--budget", help="Samples per label.")] = None,
+    budget: Annotated[Optional[int], typer.Option("--samples", help="Samples per label.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of all randomness.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir.")] = False,
-    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Log and snapshots (default: LIBRARY.run).")]
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Log and snapshots (default: OUT.run).")]
     = None,
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML overriding evolve settings.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluators.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluator processes.")] = None,
     batch: Annotated[Optional[int], typer.Option("--batch", help="Samples per round (requests in flight).")] = None,
     fitness: Annotated[Optional[str], typer.Option(
         "--fitness", help="Fitness kind: evidence (default; standard deviations above chance) or paper "
@@ -90,8 +90,8 @@ def discover_cmd(
     prompt: Annotated[Optional[str], typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.",
         show_default=False)] = None,
-    max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens")] = None,
-    max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s")] = None,
+    max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens", help="Hard cap on tokens used.")] = None,
+    max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s", help="Hard cap on seconds of wall time.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     unsafe_sandbox: Annotated[bool, typer.Option(
         "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "

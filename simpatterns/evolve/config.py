@@ -46,7 +46,7 @@ class EvolveConfig:
     """Everything that shapes a discovery job. ``seed`` drives all randomness."""
 
     seed: int = 0
-    samples_per_label: int = 64  # the budget in samples, per label (--budget)
+    samples_per_label: int = 64  # the budget in samples, per label (--samples)
     max_total_tokens: int | None = None  # LLM tokens for the whole job (prompt + completion)
     max_wall_s: float | None = None  # wall-clock budget for the whole job
     batch_size: int = 8  # samples per round: prompts built from one database state, requests in flight

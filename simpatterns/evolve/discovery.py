@@ -149,7 +149,7 @@ class DiscoveryJob:
                 self._commit([JobDone(None, str(self.library_out))])
             if not self.stop_reason:
                 self.stop_reason = (f"sample budget: every label ran its {self.config.samples_per_label} samples "
-                                    f"(--budget)")
+                                    f"(--samples)")
         finally:
             executor.shutdown(wait=True)
             self.sandbox.close()

@@ -47,25 +47,25 @@ def optimize(
     variant: Optional[int] = typer.Option(None, "--variant", "-v", help="variant of the template (default 0)"),
     scene: Optional[str] = typer.Option(None, "--scene", help="a purpose-built scene instead: 'buckets'"),
     goal: Optional[Path] = typer.Option(None, "--goal", "-g", help="reward program (.rwd); default: the PHYRE task"),
-    budget: int = typer.Option(100, "--budget", "-n", help="simulated rollouts to spend"),
+    budget: int = typer.Option(100, "--rollouts", "-n", help="simulated rollouts to spend"),
     sparse: bool = typer.Option(False, "--sparse", help="optimise the program's 0/1 success, not its dense score"),
     method: str = typer.Option("anneal", "--method", help="anneal | random"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the search"),
     bins: Optional[int] = typer.Option(None, "--bins", help="search the quantised bins^3 action grid"),
     workers: int = typer.Option(1, "--workers", "-j", help="processes evaluating each batch"),
     batch_size: int = typer.Option(1, "--batch-size", help="proposals per annealing round (parallel with -j)"),
-    t_start: float = typer.Option(0.1, "--t-start"),
-    t_end: float = typer.Option(0.002, "--t-end"),
+    t_start: float = typer.Option(0.1, "--t-start", help="annealing temperature at the start"),
+    t_end: float = typer.Option(0.002, "--t-end", help="annealing temperature at the end"),
     schedule: str = typer.Option("geometric", "--schedule", help="geometric | linear"),
     step_size: float = typer.Option(0.15, "--step-size", help="proposal std in the unit action cube"),
-    step_decay: float = typer.Option(0.3, "--step-decay", help="final step = step-size x step-decay"),
+    step_decay: float = typer.Option(0.3, "--step-decay", help="factor: final step = step-size x step-decay"),
     settle: Optional[bool] = typer.Option(
         None, "--settle/--no-settle",
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
-    keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
+    keep_going: bool = typer.Option(False, "--keep-going", help="spend all --rollouts after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
     trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
-    out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
+    out_json: Optional[Path] = typer.Option(None, "--out", "-o",
                                             help="write the result (with the curve) as JSON (folders are created)"),
 ) -> None:
     """Simulated annealing (or random search) over the red ball's (x, y, r)."""
@@ -80,7 +80,7 @@ def optimize(
     if method not in ("anneal", "random"):
         _fail(f"--method must be anneal or random, got {method!r}")
     if budget < 1:
-        _fail("--budget must be >= 1")
+        _fail("--rollouts must be >= 1")
     if sparse and goal is None:
         _fail("--sparse needs --goal (without a goal the PHYRE task reward is already sparse)")
     sc = _scene(template, variant, scene)

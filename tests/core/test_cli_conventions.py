@@ -68,12 +68,12 @@ BAD = {
     "unknown option": ["annotate", "t.npz", "--bogus"],
     "missing goal": ["reward", "check", "missing.rwd"],
     "eval missing goal": ["reward", "eval", "missing.rwd", "t.npz"],
-    "budget 0": ["optimize", "-t", "0", "--budget", "0"],
-    "optimize out is a folder": ["optimize", "-t", "0", "--budget", "2", "-o", "adir"],
-    "optimize gif under a file": ["optimize", "-t", "0", "--budget", "2", "--gif", "afile/b.gif"],
+    "rollouts 0": ["optimize", "-t", "0", "--rollouts", "0"],
+    "optimize out is a folder": ["optimize", "-t", "0", "--rollouts", "2", "-o", "adir"],
+    "optimize gif under a file": ["optimize", "-t", "0", "--rollouts", "2", "--gif", "afile/b.gif"],
     "unknown pattern": ["library", "show", "no such pattern"],
     "discover library is a file": ["discover", "--traces", "nowhere", "--labels", "x.toml", "--offline",
-                                   "--library", "some.npz"],
+                                   "--out", "some.npz"],
 }
 
 

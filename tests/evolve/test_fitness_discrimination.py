@@ -170,6 +170,6 @@ def test_fitness_kind_is_checked(trace_dir, tmp_path):
     assert FitnessConfig().resolved().theta == 3.0 and FitnessConfig(kind="paper").resolved().theta == 0.0
     labels = tmp_path / "labels.toml"
     labels.write_text('[[label]]\nlabel = "x"\ndescription = "y"\n')
-    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
+    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out",
                                    str(tmp_path / "o"), "--offline", "--fitness", "magic"])
     assert res.exit_code == 2 and "--fitness must be one of evidence, paper" in res.output

@@ -58,9 +58,9 @@ def dataset_cmd(
     rollouts: int = typer.Option(24, "--rollouts", help="rollouts (initial states jittered from the model's)"),
     steps: int = typer.Option(1000, "--steps", help="physics steps per rollout"),
     stride: int = typer.Option(10, "--stride", help="store every k-th step"),
-    jitter: float = typer.Option(0.05, "--jitter", help="m: free bodies moved up to this far in x and y"),
+    jitter: float = typer.Option(0.05, "--jitter", help="metres: free bodies moved up to this far in x and y"),
     speed: float = typer.Option(0.2, "--speed", help="m/s: random horizontal start velocity, up to"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random start states"),
     threads: int = typer.Option(1, "--threads", help="threads stepping rollouts in C (mujoco.rollout)"),
     position: str = typer.Option("xipos", "--position", help="xipos: centres of mass; xpos: body frame origins"),
 ) -> None:
@@ -80,13 +80,13 @@ def dataset_cmd(
 @mujoco_app.command("rope-dataset")
 def rope_dataset_cmd(
     out: Path = typer.Option(..., "--out", help="output directory"),
-    episodes: int = typer.Option(20, "--episodes"),
-    actions: int = typer.Option(15, "--actions", help="random KnotGym actions per episode"),
+    episodes: int = typer.Option(20, "--episodes", help="episodes (one trace each)"),
+    actions: int = typer.Option(15, "--actions-per-episode", help="random KnotGym actions per episode"),
     task: str = typer.Option("unknot", "--task", help="unknot, tie or convert: where episodes start"),
-    crossings: int = typer.Option(2, "--crossings", help="the task's difficulty"),
+    crossings: int = typer.Option(2, "--crossings", help="crossings of the target knot (the task's difficulty)"),
     split: str = typer.Option("train", "--split", help="train or eval configurations"),
     stride: int = typer.Option(8, "--stride", help="store every k-th physics step (24 per action)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random start states"),
 ) -> None:
     """Rope episodes of random actions from a task's shipped start configurations."""
     from simpatterns.simulators.mujoco.dataset import build_rope_dataset
