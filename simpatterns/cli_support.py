@@ -51,6 +51,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from typer.core import TyperGroup
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.parallel import ProgressBar
 
 try:  # typer >= 0.22 vendors its own copy of click
@@ -71,7 +72,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention
 out = Console(soft_wrap=True, markup=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
-class CommandError(click_exceptions.ClickException):
+class CommandError(SimpatternsError, click_exceptions.ClickException):
     """A user-facing failure: printed as one ``error:`` line on stderr, exit `code`
     (a click exception, so any Typer app, not only ours, prints it that way)."""
 

@@ -51,6 +51,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
+from simpatterns.errors import SimpatternsError
+
 BACKENDS = ("local", "ray")
 EXECUTOR_HELP = "where work runs: 'local' (this machine's processes) or 'ray' (a Ray cluster; needs the ray extra)"
 ADDRESS_HELP = "with --executor ray: the address of an existing Ray cluster (default: start a local one)"
@@ -196,7 +198,7 @@ _WORKER_STATE: Any = None
 _WORKER_HAS_STATE = False
 
 
-class WorkerStopped(Exception):
+class WorkerStopped(SimpatternsError):
     """Raised inside a worker when the parent stops the work (SIGTERM), so the item in
     progress unwinds: its ``finally`` blocks run and no temporary file is left behind."""
 

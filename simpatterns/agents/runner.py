@@ -46,6 +46,7 @@ from simpatterns.agents.folds import check_setup, get_fold
 from simpatterns.agents.menu import DEFAULT_BINS, Menu, MenuStore
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS
 from simpatterns.agents.tasks import Task, normalize_task_id, template_of
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_json, atomic_write_lines
 from simpatterns.parallel import WorkerSetup, parallel_map
 
@@ -59,7 +60,7 @@ AGENTS = BASELINES + ("llm",)
 LLM_SAMPLING = ("temperature", "max_tokens", "sample_seed", "choice_grammar")  # llm options, not FeedbackOptions
 
 
-class RunError(RuntimeError):
+class RunError(SimpatternsError, RuntimeError):
     """The run cannot start or resume; the message says why."""
 
 

@@ -67,6 +67,7 @@ from simpatterns.detectors.contract import (
     source_hash,
     untrusted_detector,
 )
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import WriteError, sweep_stale, temporary_sibling
 
 LIBRARY_FORMAT = "simpatterns-library"
@@ -86,7 +87,7 @@ BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.buil
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
-class LibraryError(ValueError):
+class LibraryError(SimpatternsError, ValueError):
     """A library is inconsistent; ``patterns`` lists the labels at fault."""
 
     def __init__(self, message: str, patterns: list[str] | None = None):

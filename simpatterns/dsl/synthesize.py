@@ -42,6 +42,7 @@ from simpatterns.dsl.constrained import decoding_grammar, specialised_grammar
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.program import RewardProgram
 from simpatterns.dsl.reference import reference_text
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write
 from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.llm.errors import LLMError
@@ -396,7 +397,7 @@ class SynthesisResult:
                 "attempt_log": [a.to_json() for a in self.attempts]}
 
 
-class SynthesisFailed(Exception):
+class SynthesisFailed(SimpatternsError):
     """No valid program within the attempt limit, or the LLM failed; ``.result`` has the log."""
 
     def __init__(self, message: str, result: SynthesisResult) -> None:

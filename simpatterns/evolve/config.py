@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from simpatterns.detectors.contract import normalize_label
+from simpatterns.errors import SimpatternsError
 from simpatterns.evolve.database import DatabaseConfig
 from simpatterns.evolve.fitness import FitnessConfig
 from simpatterns.evolve.prompt import LabelSpec
@@ -37,7 +38,7 @@ else:  # pragma: no cover - Python 3.10
         tomllib = None
 
 
-class ConfigError(ValueError):
+class ConfigError(SimpatternsError, ValueError):
     """A labels or config file is wrong; the message names the file and the field."""
 
 

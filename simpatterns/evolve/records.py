@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Union
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.evolve.database import DatabaseConfig, Program
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.sandbox.reasons import Reason
@@ -256,7 +257,7 @@ KINDS: dict[str, Any] = {c.KIND: c for c in (LabelStart, Sample, RoundEnd, Label
 COMMITS = frozenset(KINDS) - {Sample.KIND}
 
 
-class RecordError(ValueError):
+class RecordError(SimpatternsError, ValueError):
     """A log line is not a record this code knows."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.evolve.database import Program, ProgramsDatabase
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.records import (
@@ -37,7 +38,7 @@ from simpatterns.evolve.runlog import RunLog, RunLogError
 PROMPT_STREAM, PROPOSE_STREAM, RESET_STREAM, SELF_STREAM = 1, 2, 3, 4
 
 
-class JobError(RuntimeError):
+class JobError(SimpatternsError, RuntimeError):
     """The job cannot start or resume; the message says why and what to do."""
 
 

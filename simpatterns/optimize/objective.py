@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.parallel import Executor, WorkerSetup, make_executor
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
 from simpatterns.simulators.phyre.physics import AGENT_NAME
@@ -143,7 +144,7 @@ def _evaluate(objective: Objective, action: list[float]) -> Evaluation:
     return objective.evaluate(action)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(SimpatternsError, ValueError):
     """A checkpoint file that belongs to other settings, or cannot be read."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_json, atomic_write_lines
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
 from simpatterns.qa.questions import QUESTIONS_FILE, Question
@@ -39,7 +40,7 @@ SUMMARIES_FILE = "summaries.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 
 
-class RunError(RuntimeError):
+class RunError(SimpatternsError, RuntimeError):
     """The run cannot start or resume; the message says why."""
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Declarations, Detector
+from simpatterns.errors import SimpatternsError
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.events import check_plain_events
 from simpatterns.sandbox.kernel import Protection
@@ -113,7 +114,7 @@ class SandboxResult:
         return self.reason is None
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SimpatternsError, RuntimeError):
     """The sandbox machinery itself failed (not a candidate's fault)."""
 
 

@@ -32,6 +32,7 @@ import pymunk
 import pymunk.batch as pbatch
 from pymunk._chipmunk_cffi import ffi as _ffi, lib as _lib
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.simulators.phyre import geometry as geo
 from simpatterns.simulators.phyre.scene import ROLE_AGENT, BodySpec, Scene
 from simpatterns.trace import (
@@ -67,7 +68,7 @@ AGENT_NAME = "red ball"
 SIMULATOR_NAME = "phyre-pymunk"
 
 
-class InvalidAction(Exception):
+class InvalidAction(SimpatternsError):
     """An action PHYRE would reject; ``reason`` says why in one line."""
 
     def __init__(self, reason: str):
