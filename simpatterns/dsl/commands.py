@@ -55,8 +55,8 @@ def _read(path: Path) -> str:
 
 
 def _print_errors(errors) -> None:
-    # plain print: the messages carry carets that rich markup must not touch
-    typer.echo(str(errors), err=False)
+    # on stderr, as every error; plain print: the messages carry carets that rich markup must not touch
+    typer.echo(str(errors), err=True)
 
 
 @reward_app.command("check")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from simpatterns.files import WriteError, check_target
-from simpatterns.cli_support import EXIT_PARTIAL, fail, interrupted, new_table, out as console, print_table, warn
+from simpatterns.cli_support import fail, interrupted, new_table, out as console, print_table, warn
 from simpatterns.parallel import executor_options
 
 
@@ -63,7 +63,7 @@ def simulate_cmd(
         fail(str(exc))
     rollout = simulate(scene, act, stop_on_success=not full, stride=stride)
     if rollout.trace is None:
-        fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)", EXIT_PARTIAL)
+        fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)")  # bad input: exit 2
     tr = rollout.trace
     console.print(f"template {t.id} variant {variant}: {t.title}")
     console.print(f"goal: {scene.goal_text()}; action {[round(a, 4) for a in act]}")
