@@ -17,9 +17,11 @@ fails through this module, so all of them behave alike:
 - **Interrupts.** Ctrl-C (and SIGTERM) stops a command; commands that keep
   finished work say what was done and the command that resumes
   (`interrupted`), and exit with `EXIT_INTERRUPTED` (130).
-- **Tables keep their columns whole.** `new_table` makes every column
-  no-wrap except the free-text ones named in ``wrap``; `print_table` widens
-  the output to the table's minimum width instead of cutting a name with "…".
+- **Tables keep their columns whole and fit 80 columns.** `new_table` makes
+  every column no-wrap except the free-text ones named in ``wrap``;
+  `print_table` folds wrapping columns instead of cutting them with "…", drops
+  the vertical rules and then the less important columns a command names
+  when the terminal is narrow, and only then prints wider than the terminal.
 - **Option names.** The same thing has the same name everywhere:
   ``-o/--out`` (where results go), ``-j/--workers``, ``-q/--quiet`` (no
   progress bar), ``--json`` (print JSON on stdout instead of a table),
@@ -46,9 +48,11 @@ from pathlib import Path
 from typing import Any, Iterator, NoReturn, Sequence
 
 import typer
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from simpatterns.errors import SimpatternsError
@@ -129,14 +133,33 @@ def new_table(title: str | None, columns: Sequence[str], *, wrap: Sequence[str] 
     return table
 
 
-def print_table(table: Table, console: Console | None = None) -> None:
-    """Print ``table`` at least as wide as its no-wrap columns need: wider than the
-    terminal if it must (a terminal folds the long lines; a pipe keeps them whole)."""
+def print_table(table: Table, console: Console | None = None, *, drop: Sequence[str] = ()) -> None:
+    """Print ``table`` so its key cells are never cut ("…"). Wrapping columns fold
+    rather than cut; when the table is still wider than the terminal, it loses its
+    vertical rules, then the columns named in ``drop`` (least important first: a
+    note on stderr says which), and only then is printed wider than the terminal
+    (a terminal folds the long lines; a pipe keeps them whole)."""
     c = console or out
-    if table.columns:
-        table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
-    measure = Measurement.get(c, c.options.update(width=1 << 16, max_width=1 << 16), table)
-    width = min(measure.maximum, max(c.width, measure.minimum))
+    if not table.columns:
+        c.print(table)
+        return
+    table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
+    for column in table.columns:
+        if not column.no_wrap:
+            column.overflow = "fold"
+    if _min_width(table) > c.width:  # no vertical rules, one space between columns
+        table.box, table.show_edge, table.padding = box.SIMPLE_HEAD, False, (0, 1, 0, 0)
+    dropped = []
+    for name in drop:
+        if _min_width(table) <= c.width:
+            break
+        for column in list(table.columns):
+            if column.header == name:
+                table.columns.remove(column)
+                dropped.append(name)
+    if dropped:
+        note(f"(left out at {c.width} columns: {', '.join(dropped)}; a wider terminal shows them)")
+    width = _min_width(table)
     if width <= c.width:
         c.print(table)
         return
@@ -146,6 +169,19 @@ def print_table(table: Table, console: Console | None = None) -> None:
         c.print(table)
     finally:
         c.width = old
+
+
+def _min_width(table: Table) -> int:
+    """The narrowest ``table`` prints without cutting a cell: a no-wrap column as wide as
+    its widest line, a wrapping one as its longest word, plus padding and rules."""
+    _, right, _, left = table.padding
+    total = table._extra_width  # the rules between and around the columns
+    for column in table.columns:
+        texts = [t.plain if isinstance(t, Text) else str(t) for t in (column.header, *column._cells)]
+        parts = [line for t in texts for line in t.splitlines()] if column.no_wrap else \
+            [word for t in texts for word in t.split()]
+        total += max((cell_len(part) for part in parts), default=0) + left + right
+    return total
 
 
 # --------------------------------------------------------------- progress and interrupts

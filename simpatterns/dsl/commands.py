@@ -213,7 +213,7 @@ def eval_cmd(
         reward = RewardProgram.from_text(text, lib, filename=str(program))
     except DSLErrors as exc:
         _print_errors(exc)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     files = _eval_inputs(traces)
     if lib is None and reward.patterns and any(not f.name.endswith(".jsonl") for f in files):
         fail("annotating a trace needs a library (--library builtin|PATH)")
@@ -253,7 +253,7 @@ def eval_cmd(
     if not as_json:
         print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
-            console.print(f"  c{k}: {t}")
+            console.print(f"  c{k}: {t}", soft_wrap=False)  # wrapped at the terminal's width
         if scores:
             console.print(f"{len(scores)} trace(s): {n_success} succeeded, mean score {sum(scores) / len(scores):.3f}"
                           + (f"; {len(bad)} could not be evaluated" if bad else ""))

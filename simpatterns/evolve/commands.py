@@ -179,7 +179,7 @@ def discover_cmd(
             client.close()
     table = Table(title=f"discovery: {len(trace_list)} traces, run {rdir}")
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "note")  # the note wraps; the numbers stay whole
     for rec in job.state.done:
         scored = rec.program is not None and "gain" in rec.program.parts
         fit = rec.program.fitness if scored and rec.program is not None else None
@@ -208,19 +208,19 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
         _fail(str(exc))
     table = Table(title=f"run {run_dir}")
     for col in ("label", "samples", "accepted", "best fitness", "registered", "plot"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "plot")
     for lab in report.labels:
         fit = lab.best.fitness if lab.best is not None else None
         table.add_row(str(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
                       str(lab.plot) if lab.plot else "-")
-    print_table(table)
+    print_table(table, drop=("plot",))  # the plots are listed in the report too
     reasons = Table(title="rejection reasons")
     reasons.add_column("reason")
     reasons.add_column("count", justify="right")
     for code, n in report.reasons.most_common():
         reasons.add_row(code, str(n))
-    console.print(reasons)
+    print_table(reasons)
     console.print(f"written: {report.markdown}")
 
 

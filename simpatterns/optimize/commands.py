@@ -105,11 +105,12 @@ def optimize(
         objective = Objective(sc, program=program_text, reward=reward,
                               stop_when_settled=(sc.goal is None) if settle is None else settle)
     except (ValueError, DSLErrors) as exc:  # bad settings, or a program that does not parse or fit the scene
-        typer.echo(str(exc))  # plain: DSL errors carry caret snippets
-        raise typer.Exit(1)
+        typer.echo(str(exc), err=True)  # plain: DSL errors carry caret snippets
+        raise typer.Exit(1) from None
     where = f"scene {sc.template}" + (f" variant {sc.variant}" if sc.variant is not None else "")
     console.print(f"{method} on {where}: {str(str(goal) if goal else 'PHYRE task success')} "
-                  f"({'sparse 0/1' if reward != 'score' else 'dense score'}), budget {budget}, seed {seed}")
+                  f"({'sparse 0/1' if reward != 'score' else 'dense score'})")
+    console.print(f"{budget} rollouts at most, seed {seed}")
     progress = Progress(TextColumn(method), BarColumn(), MofNCompleteColumn(), TextColumn("best {task.fields[best]}"),
                         TimeElapsedColumn(), console=err,
                         auto_refresh=False)  # no refresh thread: the rollout pool forks safely
@@ -149,7 +150,7 @@ def optimize(
         table.add_column(col)
     table.add_row(*(f"{v:.4f}" for v in res.best_action), f"{res.best_score:.3f}", "yes" if res.best_success else "no",
                   str(res.samples), str(res.first_success or "-"), str(res.invalid_proposals), f"{res.seconds:.1f}")
-    print_table(table)
+    print_table(table, drop=("seconds", "invalid proposals"))
     trace = res.best_trace
     assert trace is not None
     if objective.reward_program is not None:

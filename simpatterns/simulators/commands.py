@@ -65,13 +65,15 @@ def simulate_cmd(
     if rollout.trace is None:
         fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)")  # bad input: exit 2
     tr = rollout.trace
-    console.print(f"template {t.id} variant {variant}: {t.title}")
-    console.print(f"goal: {scene.goal_text()}; action {[round(a, 4) for a in act]}")
+    # prose, wrapped at the terminal's width
+    console.print(f"template {t.id} variant {variant}: {t.title}", soft_wrap=False)
+    console.print(f"goal: {scene.goal_text()}; action {[round(a, 4) for a in act]}", soft_wrap=False)
     console.print(
         f"{tr.num_frames} frames ({tr.meta['steps']} steps, {tr.time[-1]:.2f} s), {tr.num_contacts} contact rows, "
         f"{len(tr.raw_events('CollisionStart'))} collisions; "
         + ("SOLVED" if tr.success else "not solved")
-        + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else "")
+        + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else ""),
+        soft_wrap=False,
     )
     try:
         if out:
