@@ -17,7 +17,8 @@ from simpatterns.parallel import executor_options
 
 def annotate_cmd(
     source: Path = typer.Argument(..., help="a trace (.npz) or a directory of traces (searched recursively)"),
-    library: str = typer.Option("builtin", "--library", "-l", help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
+    library: str = typer.Option("builtin", "--library", "-l",
+                                help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default: beside each trace)"),
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),

@@ -23,8 +23,8 @@ source hash, label, depends, params, body_params, directed, duration: the
 record must say what the file declares; a manifest written before
 ``body_params``/``directed``/``duration`` existed lacks them and the file's
 declarations are used) and the dependency graph (missing dependencies,
-cycles) and raises `LibraryError` naming the file, field or patterns at fault. Patterns run in a topological order that keeps manifest
-order among independent patterns, so the order is deterministic.
+cycles) and raises `LibraryError` naming the file, field or patterns at fault.
+Patterns run in a topological order that keeps manifest order among independent patterns, so the order is deterministic.
 
 Trust. Code written by an LLM is untrusted and runs only in the sandbox
 (`simpatterns.sandbox`). A record is *untrusted* when its provenance is

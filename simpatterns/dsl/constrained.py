@@ -51,7 +51,7 @@ MAX_PAIR_PATTERNS = 40
 MAX_CLAUSES = 8
 MAX_NESTING = 3
 COMBINATORS = ("AND", "OR", "NOT")  # built per nesting level, not by a builder
-_CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them  # AFTER/BEFORE with first_params before second_params up to this many patterns
+_CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them
 
 # The top level of a decoded program: a predicate call, optionally compared.
 _DECODING_TOP = "predicate_top: call (COMPARE operand)?\n"
@@ -114,7 +114,7 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
 
     L: list[str] = []
     leaves = []
-    for name, build in _BUILDERS.items():
+    for build in _BUILDERS.values():
         rule = build(L) if build is not None else None
         if rule:
             leaves.append(rule)

@@ -83,6 +83,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "KNOT_ROPE", "PHYRE_ONE_BALL_V1", "V1_DEFAULTS", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL", "PhyreOneBallEnv",
+__all__ = ["ENV_IDS", "KNOT_ROPE", "PHYRE_ONE_BALL_V1", "V1_DEFAULTS", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL",
+           "PhyreOneBallEnv",
            "RenderOptions", "RewardProgramWrapper", "RopeObservationOptions", "RopeRenderOptions",
            "RopeSimulationOptions", "RopeTaskOptions", "SimulationOptions", "Task", "TaskOptions", "register_envs"]

@@ -438,7 +438,7 @@ def traces_from_dir(path: str | Path) -> tuple[list[Trace], str]:
         raise JobError(f"{path}: no .npz traces found")
     traces = [Trace.load(f) for f in files]
     h = hashlib.blake2b(digest_size=16)
-    for f, t in zip(files, traces):
+    for f in files:
         h.update(f.name.encode())
     h.update(dist.dataset_hash(traces).encode())
     return traces, h.hexdigest()

@@ -134,10 +134,10 @@ def _markdown(report: Report, out: Path) -> Path:
         gain = "-" if fit is None or lab.baseline is None else f"{fit - lab.baseline:+.5f}"
         lines.append(f"| {lab.label} | {lab.samples} | {'yes' if lab.accepted else 'no'} | "
                      f"{'-' if fit is None else f'{fit:.5f}'} | {gain} | {lab.why or ''} |")
-    lines += ["", "## Rejection reasons", "", "| reason | " + " | ".join(l.label for l in report.labels) + " | total |",
+    lines += ["", "## Rejection reasons", "", "| reason | " + " | ".join(lab.label for lab in report.labels) + " | total |",
               "|---|" + "---|" * (len(report.labels) + 1)]
     for code, total in report.reasons.most_common():
-        lines.append(f"| {code} | " + " | ".join(str(l.reasons.get(code, 0)) for l in report.labels) + f" | {total} |")
+        lines.append(f"| {code} | " + " | ".join(str(lab.reasons.get(code, 0)) for lab in report.labels) + f" | {total} |")
     for lab in report.labels:
         if lab.accepted and lab.best is not None:
             parts = lab.best.parts

@@ -236,7 +236,7 @@ def doctor_cmd(
                                                 temperature=0.0, seed=0, max_tokens=8, grammar=DOCTOR_GRAMMAR))
         except LLMError as exc:
             typer.echo(f"grammar-constrained decoding: failed: {exc}")
-            raise typer.Exit(1)
+            raise typer.Exit(1) from None
         answer = g.text.strip()
         if (g.sent or {}).get("grammar_violated"):
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")

@@ -3,9 +3,9 @@
 An `Objective` is plain, picklable data (scene, program text, reward kind,
 simulation settings); its `RewardProgram` is parsed, checked and compiled
 once in whichever process evaluates (the main one, and each worker once),
-and scores every rollout by its one path, ``RewardProgram.evaluate``. `RolloutPool` evaluates batches of actions inline or over worker
-processes (`simpatterns.parallel`); results never depend on the number of
-workers.
+and scores every rollout by its one path, ``RewardProgram.evaluate``.
+`RolloutPool` evaluates batches of actions inline or over worker processes
+(`simpatterns.parallel`); results never depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Objective:
         if self.reward == "goal" and self.goal is None:
             raise ValueError("reward 'goal' needs a goal test")
         if self.program is not None:
-            self.reward_program  # compile now: a bad program fails here, not in a worker
+            _ = self.reward_program  # compile now: a bad program fails here, not in a worker
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -136,7 +136,7 @@ class Objective:
 # ------------------------------------------------------------------ pool
 def _worker_objective(objective: Objective) -> Objective:
     """The objective in a worker, its program compiled once there (not per action)."""
-    objective.reward_program
+    _ = objective.reward_program
     return objective
 
 

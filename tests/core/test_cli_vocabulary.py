@@ -143,8 +143,7 @@ def test_the_vocabulary_check_catches_a_second_meaning():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "simpatterns.cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "simpatterns.cli", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("command", sorted(RENAMED_OPTIONS))
@@ -152,8 +151,11 @@ def test_a_renamed_option_is_refused_with_a_hint_naming_the_new_one(command):
     known = {name for path, name, _, _ in _options() if path == command}
     for old, new in RENAMED_OPTIONS[command].items():
         assert old not in known, (command, old)  # really gone
-        assert new in known or new.removeprefix("--no-") in {n.removeprefix("--") for n in known} or \
-            "--" + new.removeprefix("--no-") in known, (command, new)
+        assert (
+            new in known
+            or new.removeprefix("--no-") in {n.removeprefix("--") for n in known}
+            or "--" + new.removeprefix("--no-") in known
+        ), (command, new)
     old, new = next(iter(RENAMED_OPTIONS[command].items()))
     res = _cli(*command.split(), old, "1")
     lines = res.stderr.strip().splitlines()

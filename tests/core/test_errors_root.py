@@ -35,8 +35,11 @@ def _exception_classes():
     seen = {}
     for module in _modules():
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseException) and \
-                    value.__module__.startswith("simpatterns."):
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__.startswith("simpatterns.")
+            ):
                 seen[f"{value.__module__}.{value.__qualname__}"] = value
     return seen
 
@@ -44,8 +47,9 @@ def _exception_classes():
 def test_every_exception_of_the_package_derives_from_simpatterns_error():
     classes = _exception_classes()
     assert len(classes) > 30  # every module was imported
-    stray = sorted(name for name, cls in classes.items()
-                   if not issubclass(cls, SimpatternsError) and name not in ALLOWED)
+    stray = sorted(
+        name for name, cls in classes.items() if not issubclass(cls, SimpatternsError) and name not in ALLOWED
+    )
     assert not stray, stray
     assert set(ALLOWED) <= set(classes)  # the allowlist names classes that exist
 

@@ -71,7 +71,7 @@ def test_results_depend_on_seed_only_not_on_workers():
 
 def test_objective_pickles_without_its_compiled_program():
     obj = smooth_objective()
-    obj.reward_program  # compiled and cached in this process
+    _ = obj.reward_program  # compiled and cached in this process
     clone = pickle.loads(pickle.dumps(obj))
     assert clone._runtime is None
     a = [0.4, 0.7, 0.2]

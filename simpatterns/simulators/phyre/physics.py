@@ -283,7 +283,8 @@ def simulate(
     return Rollout(trace)
 
 
-_BODY_FIELDS = pbatch.BodyFields.POSITION | pbatch.BodyFields.ANGLE | pbatch.BodyFields.VELOCITY | pbatch.BodyFields.ANGULAR_VELOCITY
+_BODY_FIELDS = (pbatch.BodyFields.POSITION | pbatch.BodyFields.ANGLE | pbatch.BodyFields.VELOCITY
+                | pbatch.BodyFields.ANGULAR_VELOCITY)
 _ARB_FIELDS = (
     pbatch.ArbiterFields.BODY_A_ID | pbatch.ArbiterFields.BODY_B_ID | pbatch.ArbiterFields.CONTACT_COUNT
     | pbatch.ArbiterFields.TOTAL_IMPULSE | pbatch.ArbiterFields.NORMAL | pbatch.ArbiterFields.POINT_A_1
