@@ -6,7 +6,7 @@ A run directory holds
   seed, budget, grid, conditions) and each test task's menu size and number
   of solving choices (for the expected score of random choice);
 - ``episodes.jsonl``: one line per finished (condition, seed, task) episode
-  with every attempt in it (`episode.Episode`), appended and flushed as each
+  with every attempt in it (`episode.AgentEpisode`), appended and flushed as each
   finishes, so Ctrl-C or a kill loses only the episodes in flight; running
   the same command again skips what is done. When a run ends (or stops) the
   file is rewritten in (condition, seed, task) order;
@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from simpatterns.agents.baselines import AnnealAgent, MemoryAgent, MemoryTable, OracleAgent, RandomAgent, train_memory
-from simpatterns.agents.episode import Agent, Episode, TaskContext, run_episode
+from simpatterns.agents.episode import Agent, AgentEpisode, TaskContext, run_episode
 from simpatterns.agents.feedback import FeedbackOptions
 from simpatterns.agents.folds import check_setup, get_fold
 from simpatterns.agents.menu import DEFAULT_BINS, Menu, MenuStore
@@ -214,7 +214,7 @@ class EpisodeLog:
                 atomic_write_lines(self.path, (json.dumps(r, ensure_ascii=False, sort_keys=True) for r in recs))
 
 
-def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[Episode]]:
+def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[AgentEpisode]]:
     """``run.json`` and the episodes of a run directory."""
     run_dir = Path(run_dir)
     path = run_dir / RUN_FILE
@@ -228,7 +228,7 @@ def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[Episode]]
     if run.get("format") != RUN_FORMAT:
         raise RunError(f"{path}: not an agent run (format {run.get('format')!r})")
     log = EpisodeLog(run_dir / EPISODES_FILE)
-    return run, [Episode.from_json(log.records[k]) for k in sorted(log.records)]
+    return run, [AgentEpisode.from_json(log.records[k]) for k in sorted(log.records)]
 
 
 # ------------------------------------------------------------------ agents
@@ -278,7 +278,7 @@ class EvalOutcome:
     run_dir: Path
     done: int = 0  # episodes this call
     already: int = 0  # found in the run directory
-    episodes: list[Episode] = field(default_factory=list)
+    episodes: list[AgentEpisode] = field(default_factory=list)
 
 
 def evaluate(
@@ -384,5 +384,5 @@ def evaluate(
                     bar.advance()
     finally:
         episodes.finalize()
-    outcome.episodes = [Episode.from_json(episodes.records[k]) for k in sorted(episodes.records)]
+    outcome.episodes = [AgentEpisode.from_json(episodes.records[k]) for k in sorted(episodes.records)]
     return outcome

@@ -139,11 +139,11 @@ def _check_scenes(parsed, lib, scenes: list[tuple[str, list]]) -> list:
 
 def _print_scene(scene: tuple[str, list], parsed) -> None:
     """The bodies of one scene and what each role and colour phrase names there (fixed layout)."""
-    from simpatterns.dsl.references import Scene
+    from simpatterns.dsl.references import SceneBodies
     from simpatterns.dsl.syntax import Str, walk
 
     label, body_list = scene
-    sc = Scene(body_list)
+    sc = SceneBodies(body_list)
     typer.echo(f"{label}: {len(sc.bodies)} bodies")
     width = max(len(b.name) for b in sc.bodies)
     typer.echo(f"  {'body':<{width}}  {'colour':<7} {'shape':<6} role")

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.checker import as_declarations, as_signatures, body_params_of
-from simpatterns.dsl.references import Scene
+from simpatterns.dsl.references import SceneBodies
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import grammar_text
 from simpatterns.dsl.predicates import PREDICATES
@@ -107,7 +107,7 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
             raise ValueError("the scene has no bodies")
         if not all(isinstance(b, str) for b in bodies):  # records: their colour and role phrases too
             known = {normalize_text(n) for n in names}
-            names += [p for p, members in Scene(bodies).references() if members and normalize_text(p) not in known]
+            names += [p for p, members in SceneBodies(bodies).references() if members and normalize_text(p) not in known]
     missing = set(PREDICATES) - set(_BUILDERS)
     if missing:  # a new predicate needs its rule here, or programs could never use it
         raise AssertionError(f"no specialised-grammar rule for predicate(s) {sorted(missing)}")

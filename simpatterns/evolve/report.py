@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpatterns.evolve.database import Program
+from simpatterns.evolve.database import DetectorProgram
 from simpatterns.evolve.records import LabelDone, LabelStart, RecordError, Sample, record_from_json
 from simpatterns.evolve.runlog import RunLog, RunLogError
 from simpatterns.files import atomic_open, atomic_write
@@ -25,7 +25,7 @@ class LabelReport:
     baseline: float | None = None
     accepted: bool | None = None
     why: str = ""
-    best: Program | None = None
+    best: DetectorProgram | None = None
     curves: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # island -> (sample, best so far)
     reasons: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)

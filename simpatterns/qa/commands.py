@@ -218,7 +218,7 @@ def eval_cmd(
 ) -> None:
     """Ask the questions under each condition; answers are checkpointed, a re-run resumes."""
     from simpatterns.qa.context import ContextBuilder
-    from simpatterns.qa.runner import RunError, run_eval
+    from simpatterns.qa.runner import QARunError, run_eval
 
     qs = _questions(questions, limit)
     settings = _settings(conditions, temperature, max_tokens, seed, budget_chars, fps, max_images, image_size)
@@ -229,7 +229,7 @@ def eval_cmd(
     try:
         outcome = run_eval(qs, builder, client, out, settings, run_info=_run_info(questions, llm, client, library),
                            progress=not quiet, workers=workers, log=console.print)
-    except RunError as exc:
+    except QARunError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         interrupted(f"answers so far are in {out}")
@@ -277,11 +277,11 @@ def score_cmd(
 ) -> None:
     """Grade a run's stored responses (offline); writes scores.json and graded.jsonl."""
     from simpatterns.qa.questions import QuestionFormatError
-    from simpatterns.qa.runner import RunError
+    from simpatterns.qa.runner import QARunError
 
     try:
         _print_scores(run, questions)
-    except (RunError, QuestionFormatError) as exc:
+    except (QARunError, QuestionFormatError) as exc:
         _fail(str(exc))
     console.print(f"written: {str(run / 'scores.json')}")
 
@@ -296,11 +296,11 @@ def report_cmd(
     """A markdown page with plots: accuracy by condition and family, per template, library studies."""
     from simpatterns.qa.questions import QuestionFormatError
     from simpatterns.qa.report import write_report
-    from simpatterns.qa.runner import RunError
+    from simpatterns.qa.runner import QARunError
 
     try:
         md = write_report(sources, out, title)
-    except (RunError, QuestionFormatError) as exc:
+    except (QARunError, QuestionFormatError) as exc:
         _fail(str(exc))
     pngs = sorted(p.name for p in md.parent.glob("*.png"))
     console.print(f"written: {md} ({len(pngs)} plots: {str(', '.join(pngs))})")
