@@ -37,6 +37,7 @@ UNITS: dict[str, str] = {  # number option -> the unit phrase its help names (ca
     "--frame": "frame",
     "--heldout": "share",
     "--image-size": "pixels",
+    "--images": "frames",  # export (hf): frames rendered per trace
     "--jitter": "metres",
     "--k": "labels",
     "--limit": "questions",
@@ -61,6 +62,7 @@ UNITS: dict[str, str] = {  # number option -> the unit phrase its help names (ca
     "--scenes": "scene",
     "--seed": "seed",
     "--self-discovery": "labels",
+    "--shard-rows": "traces",  # export (hf): traces per Parquet shard
     "--speed": "m/s",
     "--step-decay": "factor",
     "--step-size": "std",
