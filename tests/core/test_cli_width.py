@@ -84,6 +84,7 @@ def test_optimize_header_and_result_fit_80(folder):
         ["reward", "eval", str(ROOT / "examples" / "goals" / "a01_touch_at_end_red_never_green.rwd"), "ds"],
         ["mujoco", "trace", str(ROOT / "examples" / "mujoco" / "table_drop.xml"), "--steps", "20"],
         ["mujoco", "rope-configs"],
+        ["demo", "--out", "demo", "--rollouts", "15", "--trials", "1", "--workers", "1"],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
