@@ -51,7 +51,7 @@ import typer
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -161,6 +161,7 @@ def print_table(table: Table, console: Console | None = None, *, drop: Sequence[
         note(f"(left out at {c.width} columns: {', '.join(dropped)}; a wider terminal shows them)")
     width = _min_width(table)
     if width <= c.width:
+        _share_width(table, c.width)
         c.print(table)
         return
     old = c.width
@@ -171,17 +172,35 @@ def print_table(table: Table, console: Console | None = None, *, drop: Sequence[
         c.width = old
 
 
+def _bounds(column: Column) -> tuple[int, int]:
+    """(narrowest, widest) text width of ``column`` without cutting a cell: a no-wrap
+    column its widest line both ways, a wrapping one from its longest word."""
+    texts = [t.plain if isinstance(t, Text) else str(t) for t in (column.header, *column._cells)]
+    widest = max((cell_len(line) for t in texts for line in t.splitlines()), default=0)
+    if column.no_wrap:
+        return widest, widest
+    return max((cell_len(word) for t in texts for word in t.split()), default=0), widest
+
+
 def _min_width(table: Table) -> int:
-    """The narrowest ``table`` prints without cutting a cell: a no-wrap column as wide as
-    its widest line, a wrapping one as its longest word, plus padding and rules."""
+    """The narrowest ``table`` prints without cutting a cell, padding and rules included."""
     _, right, _, left = table.padding
-    total = table._extra_width  # the rules between and around the columns
-    for column in table.columns:
-        texts = [t.plain if isinstance(t, Text) else str(t) for t in (column.header, *column._cells)]
-        parts = [line for t in texts for line in t.splitlines()] if column.no_wrap else \
-            [word for t in texts for word in t.split()]
-        total += max((cell_len(part) for part in parts), default=0) + left + right
-    return total
+    return table._extra_width + sum(_bounds(column)[0] + left + right for column in table.columns)
+
+
+def _share_width(table: Table, width: int) -> None:
+    """Fix the column widths of a table narrower at its narrowest than ``width`` but wider
+    at its widest: each column gets its narrowest, and the wrapping columns share what is
+    left in proportion to how much more they could use (Rich, left to itself, may narrow a
+    column below its longest word and fold it)."""
+    _, right, _, left = table.padding
+    bounds = [_bounds(column) for column in table.columns]
+    fixed = table._extra_width + (left + right) * len(bounds)
+    if fixed + sum(hi for _, hi in bounds) <= width:
+        return  # it fits as it is
+    spare, want = width - fixed - sum(lo for lo, _ in bounds), sum(hi - lo for lo, hi in bounds)
+    for column, (lo, hi) in zip(table.columns, bounds):
+        column.width = lo + (spare * (hi - lo)) // max(want, 1)
 
 
 # --------------------------------------------------------------- progress and interrupts

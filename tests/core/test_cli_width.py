@@ -126,3 +126,34 @@ def test_discover_and_its_report_fit_80(folder):
         else None
     )
     assert row.split()[1] == "2" and (record is None or "bounce" in json.dumps(record))
+
+
+def test_qa_eval_table_fits_80_without_folding_a_word(folder):
+    """The accuracy table against the project's scripted OpenAI-compatible server."""
+    from simpatterns.llm.testing import Reply, ScriptedLLMServer
+
+    _run(["qa", "generate", "--out", "qa", "--scenes", "3", "-q"], folder)
+    with ScriptedLLMServer(default=Reply("ANSWER: yes")) as server:
+        res = _run(
+            [
+                "qa",
+                "eval",
+                "qa",
+                "--out",
+                "run",
+                "--llm",
+                "openai",
+                "--base-url",
+                server.base_url,
+                "--conditions",
+                "objects,annotation",
+                "--limit",
+                "10",
+                "-q",
+            ],
+            folder,
+        )
+    _check(res.stdout)
+    words = res.stdout.split()
+    for key in ("condition", "objects", "annotation", "identification", "prediction"):
+        assert key in words, res.stdout  # whole, not folded over two lines
