@@ -202,7 +202,7 @@ def run_all(jobs: list[Job], out: Path, workers: int, config: AnnealConfig) -> d
     total = len(todo)
     run = partial(run_job, config=config)
     with open(path, "a") as fh, make_executor(workers) as executor:
-        for attempt in range(4):  # a worker killed from outside (e.g. out of memory) costs a pool, not the job
+        for _attempt in range(4):  # a worker killed from outside (e.g. out of memory) costs a pool, not the job
             try:
                 for _, row in executor.imap(run, todo, chunksize=1):
                     fh.write(json.dumps(row) + "\n")  # the append-only log: a killed job resumes from it

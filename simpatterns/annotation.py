@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write
 from simpatterns.trace import Body, Episode
 from simpatterns.trace import _json_default as _jsonable
@@ -61,7 +62,7 @@ def normalize_label(label: str) -> str:
     return " ".join(label.replace("_", " ").lower().split())
 
 
-class AnnotationFormatError(ValueError):
+class AnnotationFormatError(SimpatternsError, ValueError):
     """An annotation file is malformed; the message names file, line and field."""
 
 

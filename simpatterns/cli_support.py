@@ -17,15 +17,20 @@ fails through this module, so all of them behave alike:
 - **Interrupts.** Ctrl-C (and SIGTERM) stops a command; commands that keep
   finished work say what was done and the command that resumes
   (`interrupted`), and exit with `EXIT_INTERRUPTED` (130).
-- **Tables keep their columns whole.** `new_table` makes every column
-  no-wrap except the free-text ones named in ``wrap``; `print_table` widens
-  the output to the table's minimum width instead of cutting a name with "…".
+- **Tables keep their columns whole and fit 80 columns.** `new_table` makes
+  every column no-wrap except the free-text ones named in ``wrap``;
+  `print_table` folds wrapping columns instead of cutting them with "…", drops
+  the vertical rules and then the less important columns a command names
+  when the terminal is narrow, and only then prints wider than the terminal.
 - **Option names.** The same thing has the same name everywhere:
   ``-o/--out`` (where results go), ``-j/--workers``, ``-q/--quiet`` (no
   progress bar), ``--json`` (print JSON on stdout instead of a table),
   ``--force`` (redo what is up to date); boolean options come in pairs
   (``--full/--no-full``); defaults are shown in ``--help``.
-  ``tests/core/test_cli_conventions.py`` checks these over every command.
+  ``tests/core/test_cli_conventions.py`` checks these over every command,
+  and that one option name has one type and one unit everywhere
+  (``--max-chars``, ``--samples``, ``--rollouts``, ``--attempts``). A
+  renamed option (`RENAMED_OPTIONS`) is refused with a hint naming the new one.
 
 - **Where work runs.** `executor_options` gives a command ``--executor`` and
   ``--address`` and hands it the checked `simpatterns.parallel.Backend`, which
@@ -51,11 +56,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, NoReturn, Optional, Sequence
 
 import typer
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 from typer.core import TyperGroup
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.parallel import Backend, parallel_map
 
 try:  # typer >= 0.22 vendors its own copy of click
@@ -76,7 +84,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (128 + SIGINT, the shell's convention
 out = Console(soft_wrap=True, markup=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
-class CommandError(click_exceptions.ClickException):
+class CommandError(SimpatternsError, click_exceptions.ClickException):
     """A user-facing failure: printed as one ``error:`` line on stderr, exit `code`
     (a click exception, so any Typer app, not only ours, prints it that way)."""
 
@@ -133,15 +141,35 @@ def new_table(title: str | None, columns: Sequence[str], *, wrap: Sequence[str] 
     return table
 
 
-def print_table(table: Table, console: Console | None = None) -> None:
-    """Print ``table`` at least as wide as its no-wrap columns need: wider than the
-    terminal if it must (a terminal folds the long lines; a pipe keeps them whole)."""
+def print_table(table: Table, console: Console | None = None, *, drop: Sequence[str] = ()) -> None:
+    """Print ``table`` so its key cells are never cut ("…"). Wrapping columns fold
+    rather than cut; when the table is still wider than the terminal, it loses its
+    vertical rules, then the columns named in ``drop`` (least important first: a
+    note on stderr says which), and only then is printed wider than the terminal
+    (a terminal folds the long lines; a pipe keeps them whole)."""
     c = console or out
-    if table.columns:
-        table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
-    measure = Measurement.get(c, c.options.update(width=1 << 16, max_width=1 << 16), table)
-    width = min(measure.maximum, max(c.width, measure.minimum))
+    if not table.columns:
+        c.print(table)
+        return
+    table.columns[0].no_wrap = True  # the first column names the row (a trace, a pattern): never cut
+    for column in table.columns:
+        if not column.no_wrap:
+            column.overflow = "fold"
+    if _min_width(table) > c.width:  # no vertical rules, one space between columns
+        table.box, table.show_edge, table.padding = box.SIMPLE_HEAD, False, (0, 1, 0, 0)
+    dropped = []
+    for name in drop:
+        if _min_width(table) <= c.width:
+            break
+        for column in list(table.columns):
+            if column.header == name:
+                table.columns.remove(column)
+                dropped.append(name)
+    if dropped:
+        note(f"(left out at {c.width} columns: {', '.join(dropped)}; a wider terminal shows them)")
+    width = _min_width(table)
     if width <= c.width:
+        _share_width(table, c.width)
         c.print(table)
         return
     old = c.width
@@ -150,6 +178,37 @@ def print_table(table: Table, console: Console | None = None) -> None:
         c.print(table)
     finally:
         c.width = old
+
+
+def _bounds(column: Column) -> tuple[int, int]:
+    """(narrowest, widest) text width of ``column`` without cutting a cell: a no-wrap
+    column its widest line both ways, a wrapping one from its longest word."""
+    texts = [t.plain if isinstance(t, Text) else str(t) for t in (column.header, *column._cells)]
+    widest = max((cell_len(line) for t in texts for line in t.splitlines()), default=0)
+    if column.no_wrap:
+        return widest, widest
+    return max((cell_len(word) for t in texts for word in t.split()), default=0), widest
+
+
+def _min_width(table: Table) -> int:
+    """The narrowest ``table`` prints without cutting a cell, padding and rules included."""
+    _, right, _, left = table.padding
+    return table._extra_width + sum(_bounds(column)[0] + left + right for column in table.columns)
+
+
+def _share_width(table: Table, width: int) -> None:
+    """Fix the column widths of a table narrower at its narrowest than ``width`` but wider
+    at its widest: each column gets its narrowest, and the wrapping columns share what is
+    left in proportion to how much more they could use (Rich, left to itself, may narrow a
+    column below its longest word and fold it)."""
+    _, right, _, left = table.padding
+    bounds = [_bounds(column) for column in table.columns]
+    fixed = table._extra_width + (left + right) * len(bounds)
+    if fixed + sum(hi for _, hi in bounds) <= width:
+        return  # it fits as it is
+    spare, want = width - fixed - sum(lo for lo, _ in bounds), sum(hi - lo for lo, hi in bounds)
+    for column, (lo, hi) in zip(table.columns, bounds):
+        column.width = lo + (spare * (hi - lo)) // max(want, 1)
 
 
 # --------------------------------------------------------------- progress and interrupts
@@ -320,10 +379,44 @@ def _is_main_thread() -> bool:
 
 
 # --------------------------------------------------------------- the command group
+# Retired spellings -> their new name, per command path: ``--budget`` meant six things.
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "annotate": {"--budget": "--max-chars", "--gif": "--captioned-gif", "--no-gif": "--no-captioned-gif"},
+    "discover": {"--budget": "--samples", "--library": "--out"},
+    "optimize": {"--budget": "--rollouts", "--json": "--out"},
+    "demo": {"--budget": "--rollouts"},
+    "reward check": {"--format": "--canonical"},
+    "reward compile": {"--report": "--attempts-log", "--prompt-budget": "--max-prompt-tokens"},
+    "qa eval": {"--budget-chars": "--max-chars"},
+    "qa library-curve": {"--budget-chars": "--max-chars", "--trials": "--subsets"},
+    "qa importance": {"--budget-chars": "--max-chars", "--labels": "--hold-out"},
+    "qa self-discover": {"--budget-chars": "--max-chars", "--budget": "--samples"},
+    "agent eval": {"--budget-chars": "--max-chars", "--budget": "--attempts"},
+    "agent library-curve": {"--budget-chars": "--max-chars", "--budget": "--attempts", "--trials": "--subsets"},
+    "agent importance": {"--budget-chars": "--max-chars", "--budget": "--attempts", "--labels": "--hold-out"},
+    "agent phyre-cache": {"--actions": "--action-count"},
+    "mujoco rope-dataset": {"--actions": "--actions-per-episode"},
+}
+
+
+def _renamed_hint(exc: click_exceptions.UsageError) -> str | None:
+    """For an unknown option that was renamed: "--budget is now --max-chars" (else None)."""
+    if not isinstance(exc, click_exceptions.NoSuchOption) or exc.ctx is None:
+        return None
+    path = exc.ctx.command_path.split(" ", 1)[1] if " " in exc.ctx.command_path else ""
+    new = RENAMED_OPTIONS.get(path, {}).get(exc.option_name)
+    if new is None:
+        return None
+    return f"{exc.ctx.command_path}: {exc.option_name} was renamed; use {new}"
+
+
 _HINT_VALUES = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
 def _usage_message(exc: click_exceptions.UsageError) -> str:
+    renamed = _renamed_hint(exc)
+    if renamed is not None:
+        return renamed
     ctx = exc.ctx
     where = ctx.command_path if ctx is not None else PROG
     msg = one_line(exc.format_message())

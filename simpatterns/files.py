@@ -25,8 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from simpatterns.errors import SimpatternsError
 
-class WriteError(OSError):
+
+class WriteError(SimpatternsError, OSError):
     """A file could not be written; the message names the target path and why."""
 
 

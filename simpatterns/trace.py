@@ -76,6 +76,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_open
 from simpatterns.trace_header import (  # noqa: F401 - the event kinds and stop reasons are the trace's names
     COLLISION_END,
@@ -96,7 +97,7 @@ FORMAT_NAME = "simpatterns-trace"
 FORMAT_VERSION = 2  # 2: 3D traces (quaternion, [T, N, 3] angular velocity); 1 still loads
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(SimpatternsError, ValueError):
     """A trace file is truncated, foreign, corrupt or from a newer format."""
 
 

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from simpatterns.errors import SimpatternsError
+
 HORIZON_KEY = "horizon"
 STOPPED_KEY = "stopped"
 STOPPED_SUCCESS = "success"
@@ -29,7 +31,7 @@ TASK_COMPLETE = "TaskComplete"
 RAW_EVENT_KINDS = (COLLISION_START, COLLISION_END, TASK_COMPLETE)
 
 
-class HeaderError(ValueError):
+class HeaderError(SimpatternsError, ValueError):
     """One header field is wrong; ``field`` is its path (``meta.dt``, ``bodies[3].size.radius``)."""
 
     def __init__(self, field: str, why: str):

@@ -14,7 +14,7 @@ from simpatterns.cli import app
 
 def test_demo_writes_a_consistent_report(tmp_path):
     out = tmp_path / "report"
-    res = CliRunner().invoke(app, ["demo", "--out", str(out), "--budget", "15", "--trials", "1", "--workers", "1"])
+    res = CliRunner().invoke(app, ["demo", "--out", str(out), "--rollouts", "15", "--trials", "1", "--workers", "1"])
     assert res.exit_code == 0, res.output
     for name in ("README.md", "annotation.txt", "goal.rwd", "bucket_goal.rwd", "best_rollout.gif", "timeline.png",
                  "anneal_curve.png", "best_rollout.npz", "best_rollout.jsonl", "summary.json", "dataset/index.jsonl"):

@@ -65,14 +65,14 @@ Tasks = Annotated[Optional[str], typer.Option("--tasks", help="Test these tasks 
                                                               "of a fold's test split.")]
 PerTemplate = Annotated[Optional[int], typer.Option("--per-template", help="Test only the first N tasks of each "
                                                                            "template (in id order).")]
-Budget = Annotated[int, typer.Option("--budget", "-n", help="Attempts per task (at most 100, PHYRE's cap).")]
+Budget = Annotated[int, typer.Option("--attempts", "-n", help="Attempts per task (at most 100, PHYRE's cap).")]
 Bins = Annotated[int, typer.Option("--bins", help="Menu grid: bins per axis of (x, y, r).")]
 Scan = Annotated[str, typer.Option("--scan", help="full: simulate every menu cell once; first: stop at the first "
                                                   "solving cell.")]
 History = Annotated[str, typer.Option("--history", help="llm: full | windowed | stateless.")]
 Window = Annotated[int, typer.Option("--window", help="llm: attempts kept with feedback in windowed history.")]
 SceneView = Annotated[str, typer.Option("--scene-view", help="llm: objects | image | objects+image.")]
-BudgetChars = Annotated[int, typer.Option("--budget-chars", help="llm: characters of annotation (or raw state) per "
+BudgetChars = Annotated[int, typer.Option("--max-chars", help="llm: characters of annotation (or raw state) per "
                                                                  "attempt.")]
 Temperature = Annotated[float, typer.Option("--temperature", help="llm sampling temperature.")]
 MaxTokens = Annotated[int, typer.Option("--max-tokens", help="llm: tokens per answer.")]
@@ -241,7 +241,7 @@ def report_cmd(
 StudyOut = Annotated[Path, typer.Option("--out", "-o", help="Study directory (created; an existing study resumes).")]
 StudyFeedback = Annotated[str, typer.Option("--feedback", help="The condition: annotation, frames+annotation or "
                                                                "summary (feedback that shows the annotation).")]
-StudyBudget = Annotated[int, typer.Option("--budget", "-n", help="Attempts per task (at most 100).")]
+StudyBudget = Annotated[int, typer.Option("--attempts", "-n", help="Attempts per task (at most 100).")]
 Cap = Annotated[int, typer.Option("--cap", help="Score views by AUCCESS@K (100: PHYRE's AUCCESS).")]
 
 
@@ -288,7 +288,7 @@ def _run_study(out: Path, make_client, study) -> dict:
 def library_curve_cmd(
     out: StudyOut,
     sizes: str = typer.Option("0,1,2,4,8,16,all", "--sizes", help="Library sizes, e.g. 0,1,2,4,8,16,all."),
-    trials: int = typer.Option(3, "--trials", min=1, help="Random subsets per size."),
+    trials: int = typer.Option(3, "--subsets", min=1, help="Random subsets per size."),
     seed: int = typer.Option(0, "--seed", help="Seed of the subsets."),
     feedback: StudyFeedback = "annotation",
     setup: Setup = "ball_within_template",
@@ -349,7 +349,7 @@ def library_curve_cmd(
 @executor_options
 def importance_cmd(
     out: StudyOut,
-    labels: Optional[str] = typer.Option(None, "--labels", help="Patterns to hold out (comma-separated); default "
+    labels: Optional[str] = typer.Option(None, "--hold-out", help="Patterns to hold out (comma-separated); default "
                                                                 "all."),
     repeats: int = typer.Option(1, "--repeats", min=1, help="Runs per point with different request seeds."),
     feedback: StudyFeedback = "annotation",
@@ -412,7 +412,7 @@ def importance_cmd(
 @agent_app.command("menu")
 def menu_cmd(
     task: str = typer.Argument(..., help="Task id, e.g. 00007:042."),
-    bins: int = typer.Option(6, "--bins"),
+    bins: int = typer.Option(6, "--bins", help="Menu grid: bins per axis of (x, y, r)."),
     scan: str = typer.Option("full", "--scan"),
     cache: Optional[Path] = typer.Option(None, "--cache"),
     solutions: bool = typer.Option(False, "--solutions", help="Mark the choices that solve the task."),
@@ -454,9 +454,9 @@ def folds_cmd(
 @executor_options
 def phyre_cache_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cache folder (default: PHYRE's cache folder for "
-                                                                 "--actions, ball tier; for 100000 it is where "
+                                                                 "--action-count, ball tier; for 100000 it is where "
                                                                  "phyre_compat.get_default_100k_cache looks)."),
-    actions: int = typer.Option(100000, "--actions", "-n", help="How many of PHYRE's actions for --seed."),
+    actions: int = typer.Option(100000, "--action-count", "-n", help="How many of PHYRE's actions for --seed."),
     seed: int = typer.Option(42, "--seed", help="Seed of PHYRE's action list (42: PHYRE's simulation cache)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma list of task ids (default: every task)."),
     workers: Workers = 1,

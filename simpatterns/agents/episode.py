@@ -111,7 +111,7 @@ class TaskContext:
 
 
 @dataclass
-class Episode:
+class AgentEpisode:
     """The record of one agent on one task."""
 
     condition: str
@@ -147,7 +147,7 @@ class Episode:
                 "attempts": [a.to_json() for a in self.attempts]}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Episode":
+    def from_json(cls, d: dict[str, Any]) -> "AgentEpisode":
         return cls(condition=d["condition"], seed=int(d["seed"]), task=d["task"], budget=int(d["budget"]),
                    attempts=[Attempt.from_json(a) for a in d["attempts"]], stopped=d.get("stopped", ""),
                    info=d.get("info") or {})
@@ -174,7 +174,7 @@ class Agent:
         pass
 
     def finish(self) -> dict[str, Any]:
-        """Anything about the episode worth keeping in its record (``Episode.info``)."""
+        """Anything about the episode worth keeping in its record (``AgentEpisode.info``)."""
         return {}
 
 
@@ -199,7 +199,7 @@ def _resolve(proposal: Proposal, menu: Menu | None) -> tuple[str | None, list[fl
     return (menu.choices[k].id if k is not None else None), action, k, ""
 
 
-def run_episode(agent: Agent, context: TaskContext, condition: str | None = None) -> Episode:
+def run_episode(agent: Agent, context: TaskContext, condition: str | None = None) -> AgentEpisode:
     """Run ``agent`` on one task under the rules in the module docstring."""
     if not 1 <= context.budget <= MAX_TEST_ATTEMPTS:
         raise ValueError(f"budget must be in 1..{MAX_TEST_ATTEMPTS} (PHYRE's cap), got {context.budget}")
@@ -255,5 +255,5 @@ def run_episode(agent: Agent, context: TaskContext, condition: str | None = None
         if invalid_streak >= MAX_INVALID:
             stopped = f"{MAX_INVALID} invalid proposals in a row"
             break
-    return Episode(condition or agent.name, context.seed, context.task.id, context.budget, attempts, stopped,
+    return AgentEpisode(condition or agent.name, context.seed, context.task.id, context.budget, attempts, stopped,
                    agent.finish())

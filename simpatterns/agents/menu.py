@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from simpatterns.agents.tasks import Task
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_json
 from simpatterns.cli_support import progress_map
 from simpatterns.parallel import Backend
@@ -52,7 +53,7 @@ _STATUS_CHARS = {SOLVED: "s", NOT_SOLVED: "n", UNKNOWN: "?"}
 _CHAR_STATUS = {v: k for k, v in _STATUS_CHARS.items()}
 
 
-class MenuError(RuntimeError):
+class MenuError(SimpatternsError, RuntimeError):
     """A menu cannot be built or read; the message names the task or file."""
 
 

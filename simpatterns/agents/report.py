@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simpatterns.agents.episode import Episode
+from simpatterns.agents.episode import AgentEpisode
 from simpatterns.agents.metrics import (
     MAX_TEST_ATTEMPTS,
     Scores,
@@ -79,11 +79,11 @@ def _mean_se(per_seed: Sequence[float], per_task: Sequence[float]) -> tuple[floa
     return float(np.mean(per_seed)), standard_error(per_task)
 
 
-def summarize(run: dict[str, Any], episodes: Sequence[Episode], caps: Sequence[int] = (10,)) -> list[ConditionSummary]:
+def summarize(run: dict[str, Any], episodes: Sequence[AgentEpisode], caps: Sequence[int] = (10,)) -> list[ConditionSummary]:
     """One summary per condition of the run (in the run's order), over its finished episodes."""
     budget = int(run["config"]["budget"])
     tests = {int(s): ts for s, ts in run["test_tasks"].items()}
-    by_cond: dict[str, dict[int, dict[str, Episode]]] = defaultdict(lambda: defaultdict(dict))
+    by_cond: dict[str, dict[int, dict[str, AgentEpisode]]] = defaultdict(lambda: defaultdict(dict))
     for e in episodes:
         by_cond[e.condition][e.seed][e.task] = e
     out = []
@@ -129,7 +129,7 @@ def summarize(run: dict[str, Any], episodes: Sequence[Episode], caps: Sequence[i
     return out
 
 
-def _task_auccess(seed_eps: dict[int, dict[str, Episode]]) -> list[float]:
+def _task_auccess(seed_eps: dict[int, dict[str, AgentEpisode]]) -> list[float]:
     """Per-task AUCCESS (of one task alone): AUCCESS is their mean, so their SE is its SE over tasks."""
     [eps] = seed_eps.values()
     return [auccess([e.solved_at], 1) for e in eps.values()]

@@ -6,7 +6,7 @@ A run directory holds
   seed, budget, grid, conditions) and each test task's menu size and number
   of solving choices (for the expected score of random choice);
 - ``episodes.jsonl``: one line per finished (condition, seed, task) episode
-  with every attempt in it (`episode.Episode`), appended and flushed as each
+  with every attempt in it (`episode.AgentEpisode`), appended and flushed as each
   finishes, so Ctrl-C or a kill loses only the episodes in flight; running
   the same command again skips what is done. When a run ends (or stops) the
   file is rewritten in (condition, seed, task) order;
@@ -40,12 +40,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from simpatterns.agents.baselines import AnnealAgent, MemoryAgent, MemoryTable, OracleAgent, RandomAgent, train_memory
-from simpatterns.agents.episode import Agent, Episode, TaskContext, run_episode
+from simpatterns.agents.episode import Agent, AgentEpisode, TaskContext, run_episode
 from simpatterns.agents.feedback import FeedbackOptions
 from simpatterns.agents.folds import check_setup, get_fold
 from simpatterns.agents.menu import DEFAULT_BINS, Menu, MenuStore
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS
 from simpatterns.agents.tasks import Task, normalize_task_id, template_of
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_json, atomic_write_lines
 from simpatterns.cli_support import ProgressBar, progress_map
 from simpatterns.parallel import Backend, WorkerSetup
@@ -60,7 +61,7 @@ AGENTS = BASELINES + ("llm",)
 LLM_SAMPLING = ("temperature", "max_tokens", "sample_seed", "choice_grammar")  # llm options, not FeedbackOptions
 
 
-class RunError(RuntimeError):
+class RunError(SimpatternsError, RuntimeError):
     """The run cannot start or resume; the message says why."""
 
 
@@ -214,7 +215,7 @@ class EpisodeLog:
                 atomic_write_lines(self.path, (json.dumps(r, ensure_ascii=False, sort_keys=True) for r in recs))
 
 
-def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[Episode]]:
+def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[AgentEpisode]]:
     """``run.json`` and the episodes of a run directory."""
     run_dir = Path(run_dir)
     path = run_dir / RUN_FILE
@@ -228,7 +229,7 @@ def read_run(run_dir: str | os.PathLike) -> tuple[dict[str, Any], list[Episode]]
     if run.get("format") != RUN_FORMAT:
         raise RunError(f"{path}: not an agent run (format {run.get('format')!r})")
     log = EpisodeLog(run_dir / EPISODES_FILE)
-    return run, [Episode.from_json(log.records[k]) for k in sorted(log.records)]
+    return run, [AgentEpisode.from_json(log.records[k]) for k in sorted(log.records)]
 
 
 # ------------------------------------------------------------------ agents
@@ -278,7 +279,7 @@ class EvalOutcome:
     run_dir: Path
     done: int = 0  # episodes this call
     already: int = 0  # found in the run directory
-    episodes: list[Episode] = field(default_factory=list)
+    episodes: list[AgentEpisode] = field(default_factory=list)
 
 
 def evaluate(
@@ -385,5 +386,5 @@ def evaluate(
                     bar.advance()
     finally:
         episodes.finalize()
-    outcome.episodes = [Episode.from_json(episodes.records[k]) for k in sorted(episodes.records)]
+    outcome.episodes = [AgentEpisode.from_json(episodes.records[k]) for k in sorted(episodes.records)]
     return outcome

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from simpatterns.agents.episode import Episode
+from simpatterns.agents.episode import AgentEpisode
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS, auccess
 from simpatterns.agents.runner import Condition, EvalConfig, RunError, evaluate
 from simpatterns.parallel import Backend
@@ -53,7 +53,7 @@ def view_condition(condition: Condition, visible: Sequence[str] | None, repeat: 
     return replace(condition, options=opts)
 
 
-def episode_scores(episodes: Sequence[Episode], condition: str, cap: int = MAX_TEST_ATTEMPTS) -> np.ndarray:
+def episode_scores(episodes: Sequence[AgentEpisode], condition: str, cap: int = MAX_TEST_ATTEMPTS) -> np.ndarray:
     """AUCCESS@cap of each episode of ``condition`` alone (their mean is the condition's AUCCESS@cap)."""
     return np.array([auccess([e.solved_at], 1, cap) for e in episodes if e.condition == condition], dtype=float)
 

@@ -13,13 +13,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.simulators.phyre import TEMPLATES, Scene, get_template
 
 TIER = "ball"
 _ID = re.compile(r"^\s*(\d{1,5})\s*:\s*(\d{1,4})\s*$")
 
 
-class TaskError(ValueError):
+class TaskError(SimpatternsError, ValueError):
     """A task id that does not name a shipped variant; the message says which and why."""
 
 

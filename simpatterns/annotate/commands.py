@@ -1,4 +1,4 @@
-"""CLI: ``simpatterns annotate DIR|FILE [--library builtin|PATH] [--out DIR] [--text] [--plot] [--gif]
+"""CLI: ``simpatterns annotate DIR|FILE [--library builtin|PATH] [--out DIR] [--text] [--plot] [--captioned-gif]
 [--trust-evolved] [--sandbox-timeout S]``."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from simpatterns.parallel import LOCAL, Backend
 
 def annotate_cmd(
     source: Path = typer.Argument(..., help="a trace (.npz) or a directory of traces (searched recursively)"),
-    library: str = typer.Option("builtin", "--library", "-l", help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
+    library: str = typer.Option("builtin", "--library", "-l",
+                                help="'builtin', 'builtin:3d' (MuJoCo and rope traces) or a library directory"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default: beside each trace)"),
     text: bool = typer.Option(False, "--text", help="also write the LLM text (<name>.txt); printed for one trace"),
     plot: bool = typer.Option(False, "--plot", help="also write the timeline plot (<name>.timeline.png)"),
-    gif: bool = typer.Option(False, "--gif", help="also write the captioned rollout (<name>.annotated.gif)"),
+    gif: bool = typer.Option(False, "--captioned-gif", help="also write the captioned rollout (<name>.annotated.gif)"),
     gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
-    budget: int = typer.Option(6000, "--budget", min=1, help="character budget of the text"),
+    budget: int = typer.Option(6000, "--max-chars", min=1, help="characters of the text, at most"),
     workers: int = typer.Option(1, "--workers", "-j", min=1, help="parallel processes"),
     force: bool = typer.Option(False, "--force/--no-force", help="redo annotations that are up to date"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),

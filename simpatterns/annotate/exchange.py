@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from simpatterns.annotation import Annotation
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_open
 from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace, TraceFormatError
 
@@ -39,7 +40,7 @@ TRACES, EVENTS, ANNOTATIONS = "traces.parquet", "events.parquet", "annotations.p
 ANNOTATION_SUFFIX = ".annotation.jsonl"
 
 
-class ExchangeError(ValueError):
+class ExchangeError(SimpatternsError, ValueError):
     """Export or import failed; the message names the file."""
 
 

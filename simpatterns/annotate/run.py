@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.annotate.annotator import TRACE_ERROR_KEY, annotate_iter, trace_files
 from simpatterns.annotate.sandboxed import SandboxPolicy
 from simpatterns.annotation import Annotation, AnnotationFormatError
@@ -36,7 +37,7 @@ COLUMNS = ("trace", "frames", "events", "patterns fired", "ms", "errors")
 _CLOCK_MARGIN_NS = 50_000_000
 
 
-class AnnotateError(Exception):
+class AnnotateError(SimpatternsError):
     """Nothing to annotate, or an annotation or extra that cannot be written: one line
     naming the path."""
 

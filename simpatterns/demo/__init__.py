@@ -21,8 +21,8 @@ SHOWN_LINES = 28  # of the annotation text; the rest is in annotation.txt
 
 def demo(
     out: Path = typer.Option(Path("demo-report"), "--out", help="report folder"),
-    seed: int = typer.Option(0, "--seed"),
-    budget: int = typer.Option(60, "--budget", help="annealing samples per run"),
+    seed: int = typer.Option(0, "--seed", help="seed of the data set and the search"),
+    budget: int = typer.Option(60, "--rollouts", help="simulated rollouts per annealing run"),
     trials: int = typer.Option(6, "--trials", help="seeds per arm in the dense-vs-sparse comparison (0: skip)"),
     workers: int = typer.Option(2, "--workers", "-j", help="processes for rollouts, annotation and trials"),
     backend: Backend = LOCAL,

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_open, atomic_write
 from simpatterns.optimize import SearchResult
 from simpatterns.parallel import Backend, make_executor
@@ -146,7 +147,7 @@ class DemoReport:
     seconds: float
 
 
-class DemoError(Exception):
+class DemoError(SimpatternsError):
     """The report folder cannot be created: one line naming it."""
 
 
@@ -359,7 +360,7 @@ def _readme(seconds: float, seed: int, budget: int, d: DatasetDone, a: Annotatio
     md = [
         "# simpatterns demo report",
         "",
-        f"Made by `simpatterns demo --seed {seed} --budget {budget}` in {seconds:.0f} s, with no LLM and no "
+        f"Made by `simpatterns demo --seed {seed} --rollouts {budget}` in {seconds:.0f} s, with no LLM and no "
         "network.",
         "",
         "## 1. Dataset",

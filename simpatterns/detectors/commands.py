@@ -35,7 +35,7 @@ def list_cmd(library: str = typer.Option("builtin", "--library", "-l", help=LIBR
             str(k), entry.label, entry.provenance, ", ".join(entry.depends) or "-",
             ", ".join(entry.params) or "-", "-" if entry.fitness is None else f"{entry.fitness:.3f}",
         )
-    print_table(table)
+    print_table(table, drop=("params", "provenance"))  # `library show NAME` has both
 
 
 @library_app.command("show")

@@ -48,6 +48,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from simpatterns.annotation import EventList, normalize_label
+from simpatterns.errors import SimpatternsError
 
 ALLOWED_IMPORTS = frozenset({"numpy", "math"})
 REQUIRED_NAMES = ("PATTERN", "DESCRIPTION", "DEPENDS", "PARAMS")
@@ -63,7 +64,7 @@ DetectFn = Callable[[Any, dict[str, EventList]], EventList]
 AST_LOCK = threading.RLock()
 
 
-class DetectorError(ValueError):
+class DetectorError(SimpatternsError, ValueError):
     """A detector's source is malformed; ``where`` is ``file:line`` or ``file``."""
 
     def __init__(self, message: str, where: str = "<detector>", field_name: str | None = None):

@@ -23,8 +23,8 @@ source hash, label, depends, params, body_params, directed, duration: the
 record must say what the file declares; a manifest written before
 ``body_params``/``directed``/``duration`` existed lacks them and the file's
 declarations are used) and the dependency graph (missing dependencies,
-cycles) and raises `LibraryError` naming the file, field or patterns at fault. Patterns run in a topological order that keeps manifest
-order among independent patterns, so the order is deterministic.
+cycles) and raises `LibraryError` naming the file, field or patterns at fault.
+Patterns run in a topological order that keeps manifest order among independent patterns, so the order is deterministic.
 
 Trust. Code written by an LLM is untrusted and runs only in the sandbox
 (`simpatterns.sandbox`). A record is *untrusted* when its provenance is
@@ -67,6 +67,7 @@ from simpatterns.detectors.contract import (
     source_hash,
     untrusted_detector,
 )
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import WriteError, sweep_stale, temporary_sibling
 
 LIBRARY_FORMAT = "simpatterns-library"
@@ -86,7 +87,7 @@ BUILTIN_LIBRARIES = {"phyre": BUILTIN_PACKAGE, "3d": "simpatterns.detectors.buil
 SPEC_TRUSTED = "__trusted__"  # in `PatternLibrary.to_spec` records only
 
 
-class LibraryError(ValueError):
+class LibraryError(SimpatternsError, ValueError):
     """A library is inconsistent; ``patterns`` lists the labels at fault."""
 
     def __init__(self, message: str, patterns: list[str] | None = None):

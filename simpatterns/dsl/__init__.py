@@ -17,7 +17,7 @@ from simpatterns.dsl.parser import grammar_text, parse, predicate_names
 from simpatterns.dsl.predicates import PREDICATES, ClauseResult
 from simpatterns.dsl.printer import format_expr, format_program
 from simpatterns.dsl.program import PROGRAM_SUFFIX, RewardProgram, builtin_library
-from simpatterns.dsl.reference import reference_text
+from simpatterns.dsl.reference_text import reference_text
 from simpatterns.dsl.syntax import Program
 
 __all__ = [

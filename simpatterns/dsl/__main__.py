@@ -3,7 +3,7 @@
 
 import sys
 
-from simpatterns.dsl.reference import predicate_reference, reference_text
+from simpatterns.dsl.reference_text import predicate_reference, reference_text
 
 # --predicates: the per-predicate section at the heading level docs/dsl.md embeds it
 sys.stdout.write(predicate_reference(level=3) if "--predicates" in sys.argv[1:] else reference_text())

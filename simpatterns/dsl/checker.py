@@ -23,7 +23,7 @@ from simpatterns.dsl.errors import DSLError, close_matches, error_at
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import parse
 from simpatterns.dsl.predicates import PREDICATES, Arg, Node
-from simpatterns.dsl.references import Scene, is_wildcard, parse_reference, scene_of
+from simpatterns.dsl.references import SceneBodies, is_wildcard, parse_reference, scene_of
 from simpatterns.dsl.syntax import (
     Call,
     Compare,
@@ -216,7 +216,7 @@ def _default_text(a: Arg) -> str:
 
 class Checker:
     def __init__(self, program: Program, signatures: dict[str, list[str]] | None,
-                 bodies: "Sequence[Any] | Scene | None",
+                 bodies: "Sequence[Any] | SceneBodies | None",
                  descriptions: Mapping[str, str] | None = None, declarations: Mapping[str, Any] | None = None):
         self.program = program
         self.descriptions = descriptions or {}

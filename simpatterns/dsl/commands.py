@@ -55,8 +55,8 @@ def _read(path: Path) -> str:
 
 
 def _print_errors(errors) -> None:
-    # plain print: the messages carry carets that rich markup must not touch
-    typer.echo(str(errors), err=False)
+    # on stderr, as every error; plain print: the messages carry carets that rich markup must not touch
+    typer.echo(str(errors), err=True)
 
 
 @reward_app.command("check")
@@ -70,7 +70,7 @@ def check_cmd(
         "can name there, and check the program against every shipped variant"),
     variant: Optional[int] = typer.Option(None, "--variant", help="with --template: only this variant"),
     as_json: bool = typer.Option(False, "--json", help="print errors as JSON lines"),
-    canonical: bool = typer.Option(False, "--format", help="print the canonical form of a valid program"),
+    canonical: bool = typer.Option(False, "--canonical", help="print the canonical form of a valid program"),
 ) -> None:
     """Parse and check a program; print every error with its position. Exit 1 on errors."""
     from simpatterns.dsl import DSLError, DSLErrors, check, format_program, parse
@@ -139,11 +139,11 @@ def _check_scenes(parsed, lib, scenes: list[tuple[str, list]]) -> list:
 
 def _print_scene(scene: tuple[str, list], parsed) -> None:
     """The bodies of one scene and what each role and colour phrase names there (fixed layout)."""
-    from simpatterns.dsl.references import Scene
+    from simpatterns.dsl.references import SceneBodies
     from simpatterns.dsl.syntax import Str, walk
 
     label, body_list = scene
-    sc = Scene(body_list)
+    sc = SceneBodies(body_list)
     typer.echo(f"{label}: {len(sc.bodies)} bodies")
     width = max(len(b.name) for b in sc.bodies)
     typer.echo(f"  {'body':<{width}}  {'colour':<7} {'shape':<6} role")
@@ -213,7 +213,7 @@ def eval_cmd(
         reward = RewardProgram.from_text(text, lib, filename=str(program))
     except DSLErrors as exc:
         _print_errors(exc)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     files = _eval_inputs(traces)
     if lib is None and reward.patterns and any(not f.name.endswith(".jsonl") for f in files):
         fail("annotating a trace needs a library (--library builtin|PATH)")
@@ -253,7 +253,7 @@ def eval_cmd(
     if not as_json:
         print_table(table)
         for k, t in enumerate(reward.clauses, start=1):
-            console.print(f"  c{k}: {t}")
+            console.print(f"  c{k}: {t}", soft_wrap=False)  # wrapped at the terminal's width
         if scores:
             console.print(f"{len(scores)} trace(s): {n_success} succeeded, mean score {sum(scores) / len(scores):.3f}"
                           + (f"; {len(bad)} could not be evaluated" if bad else ""))
@@ -288,11 +288,11 @@ def compile_cmd(
     no_examples: Annotated[bool, typer.Option("--no-examples", help="No few-shot examples.")] = False,
     n: Annotated[int, typer.Option("-n", help="Candidates sampled per attempt.")] = 4,
     attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts (1 + repairs).")] = 3,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.7,
-    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 1024,
-    seed: Annotated[Optional[int], typer.Option("--seed")] = 0,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.7,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per answer.")] = 1024,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the requests.")] = 0,
     report: Annotated[Optional[Path], typer.Option(
-        "--report", help="Write every attempt, candidate and error as JSON.")] = None,
+        "--attempts-log", help="Write every attempt, candidate and error as JSON.")] = None,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
     model: Model = None,
@@ -304,7 +304,7 @@ def compile_cmd(
     prompt: Annotated[str, typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.")] = "auto",
     prompt_budget: Annotated[int, typer.Option(
-        "--prompt-budget", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
+        "--max-prompt-tokens", help="Compact prompt size limit in tokens (about 4 characters each).")] = DEFAULT_BUDGET_TOKENS,
     record: Record = None,
     timeout: Timeout = None,
     concurrency: Concurrency = None,

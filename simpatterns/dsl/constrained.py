@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.checker import as_declarations, as_signatures, body_params_of
-from simpatterns.dsl.references import Scene
+from simpatterns.dsl.references import SceneBodies
 from simpatterns.dsl.matching import normalize_text
 from simpatterns.dsl.parser import grammar_text
 from simpatterns.dsl.predicates import PREDICATES
@@ -51,7 +51,7 @@ MAX_PAIR_PATTERNS = 40
 MAX_CLAUSES = 8
 MAX_NESTING = 3
 COMBINATORS = ("AND", "OR", "NOT")  # built per nesting level, not by a builder
-_CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them  # AFTER/BEFORE with first_params before second_params up to this many patterns
+_CLOSE = '","? ")"'  # every call may end with a trailing comma, as the canonical printer writes them
 
 # The top level of a decoded program: a predicate call, optionally compared.
 _DECODING_TOP = "predicate_top: call (COMPARE operand)?\n"
@@ -107,14 +107,14 @@ def specialised_lark(library: Any, bodies: Sequence[Any] | None = None, *,
             raise ValueError("the scene has no bodies")
         if not all(isinstance(b, str) for b in bodies):  # records: their colour and role phrases too
             known = {normalize_text(n) for n in names}
-            names += [p for p, members in Scene(bodies).references() if members and normalize_text(p) not in known]
+            names += [p for p, members in SceneBodies(bodies).references() if members and normalize_text(p) not in known]
     missing = set(PREDICATES) - set(_BUILDERS)
     if missing:  # a new predicate needs its rule here, or programs could never use it
         raise AssertionError(f"no specialised-grammar rule for predicate(s) {sorted(missing)}")
 
     L: list[str] = []
     leaves = []
-    for name, build in _BUILDERS.items():
+    for build in _BUILDERS.values():
         rule = build(L) if build is not None else None
         if rule:
             leaves.append(rule)

@@ -19,11 +19,12 @@ from typing import Iterable, Iterator, Sequence
 
 from simpatterns.annotation import normalize_label
 from simpatterns.dsl.syntax import Span
+from simpatterns.errors import SimpatternsError
 
 MAX_SNIPPET_WIDTH = 100
 
 
-class DSLError(Exception):
+class DSLError(SimpatternsError):
     """One problem in a reward program; see the module docstring."""
 
     def __init__(
@@ -96,7 +97,7 @@ class DSLEvaluationError(DSLError):
     without a trace, or a body the trace does not have)."""
 
 
-class DSLErrors(Exception):
+class DSLErrors(SimpatternsError):
     """All problems found in one program, in source order."""
 
     def __init__(self, errors: Iterable[DSLError]):

@@ -2,7 +2,7 @@
 runnable implementation each.
 
 Every predicate class documents itself (docstring = meaning, ``SCORE`` =
-partial-credit rule, ``EXAMPLES``); `simpatterns.dsl.reference` builds the
+partial-credit rule, ``EXAMPLES``); `simpatterns.dsl.reference_text` builds the
 language reference the LLM reads from these, so the prose and the code
 cannot drift apart.
 

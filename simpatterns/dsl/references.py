@@ -143,7 +143,7 @@ class SceneBody:
     dynamic: bool | None = None
 
 
-class Scene:
+class SceneBodies:
     """The bodies of one scene, for resolving references: built from `Body`
     records (a trace's ``bodies``) or from plain names (then only names resolve;
     a class phrase is accepted and resolved when a trace is given)."""
@@ -207,7 +207,7 @@ def as_scene_body(body: Any) -> SceneBody:
                      str(get("role", "") or ""), get("dynamic", None))
 
 
-def scene_of(bodies: Sequence[Any] | Scene | None) -> Scene | None:
-    if bodies is None or isinstance(bodies, Scene):
+def scene_of(bodies: Sequence[Any] | SceneBodies | None) -> SceneBodies | None:
+    if bodies is None or isinstance(bodies, SceneBodies):
         return bodies
-    return Scene(list(bodies))
+    return SceneBodies(list(bodies))

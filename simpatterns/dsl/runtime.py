@@ -35,7 +35,7 @@ import numpy as np
 
 from simpatterns.dsl.errors import DSLEvaluationError, close_matches, error_at
 from simpatterns.dsl.matching import ParamMatcher, normalize_text
-from simpatterns.dsl.references import Scene
+from simpatterns.dsl.references import SceneBodies
 from simpatterns.trace import STOPPED_SETTLED, STOPPED_SUCCESS, Episode
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class SceneView:
     __slots__ = ("scene", "names", "_bound", "_bodies")
 
     def __init__(self, bodies):
-        self.scene = Scene(bodies)
+        self.scene = SceneBodies(bodies)
         self.names = self.scene.names
         self._bound: dict[Any, ParamMatcher] = {}
         self._bodies: dict[str, tuple[int, ...]] = {}

@@ -41,7 +41,8 @@ from simpatterns.dsl.compact import DEFAULT_BUDGET_TOKENS, compact_prompt
 from simpatterns.dsl.constrained import decoding_grammar, specialised_grammar
 from simpatterns.dsl.printer import format_program
 from simpatterns.dsl.program import RewardProgram
-from simpatterns.dsl.reference import reference_text
+from simpatterns.dsl.reference_text import reference_text
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write
 from simpatterns.llm.client import resolve_prompt_mode
 from simpatterns.llm.errors import LLMError
@@ -313,7 +314,7 @@ def extract_program(answer: str) -> str | None:
 
 
 @dataclass
-class Candidate:
+class CompileCandidate:
     """One sampled answer and what became of it.
 
     ``stage``: ``no-program`` (nothing to parse), ``parse`` (syntax error),
@@ -337,9 +338,9 @@ class Candidate:
 
 
 @dataclass
-class Attempt:
+class CompileAttempt:
     index: int
-    candidates: list[Candidate]
+    candidates: list[CompileCandidate]
     constrained: bool = False
     repaired: int | None = None  # which candidate was sent back for repair
 
@@ -352,7 +353,7 @@ class Attempt:
 class SynthesisResult:
     goal: str
     program: RewardProgram | None = None
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[CompileAttempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     failure: str | None = None
@@ -369,7 +370,7 @@ class SynthesisResult:
         return format_program(self.program.program) if self.program is not None else None
 
     @property
-    def candidates(self) -> list[Candidate]:
+    def candidates(self) -> list[CompileCandidate]:
         return [c for a in self.attempts for c in a.candidates]
 
     @property
@@ -396,7 +397,7 @@ class SynthesisResult:
                 "attempt_log": [a.to_json() for a in self.attempts]}
 
 
-class SynthesisFailed(Exception):
+class SynthesisFailed(SimpatternsError):
     """No valid program within the attempt limit, or the LLM failed; ``.result`` has the log."""
 
     def __init__(self, message: str, result: SynthesisResult) -> None:
@@ -430,28 +431,28 @@ class SynthesisConfig:
             raise ValueError(f"prompt must be one of {PROMPTS}, got {self.prompt!r}")
 
 
-def judge(answer: str, finish_reason: str, library: Any, bodies: Sequence[str] | None) -> Candidate:
+def judge(answer: str, finish_reason: str, library: Any, bodies: Sequence[str] | None) -> CompileCandidate:
     """Extract, parse and check one answer."""
     program_text = extract_program(answer)
     if program_text is None:
-        return Candidate(answer, None, finish_reason, "no-program")
+        return CompileCandidate(answer, None, finish_reason, "no-program")
     try:
         program = parse(program_text)
     except DSLError as exc:
-        return Candidate(answer, program_text, finish_reason, "parse", [exc])
+        return CompileCandidate(answer, program_text, finish_reason, "parse", [exc])
     try:
         compiled = RewardProgram.from_parsed(program, library, bodies)
     except DSLErrors as exc:
-        return Candidate(answer, program_text, finish_reason, "check", list(exc.errors))
-    return Candidate(answer, program_text, finish_reason, "ok", program=compiled)
+        return CompileCandidate(answer, program_text, finish_reason, "check", list(exc.errors))
+    return CompileCandidate(answer, program_text, finish_reason, "ok", program=compiled)
 
 
-def _promise(c: Candidate) -> tuple[int, int]:
+def _promise(c: CompileCandidate) -> tuple[int, int]:
     # prefer candidates that parsed, then fewer errors, then earlier ones
     return ({"check": 0, "parse": 1, "no-program": 2}.get(c.stage, 3), len(c.errors))
 
 
-def repair_message(c: Candidate, max_tokens: int) -> str:
+def repair_message(c: CompileCandidate, max_tokens: int) -> str:
     if c.stage == "no-program":
         problem = ("The answer was empty." if not c.answer.strip()
                    else "The answer contained no program (no call of a DSL predicate such as AND(...)).")
@@ -514,7 +515,7 @@ def synthesize_reward(
         result.usage = result.usage + completion.usage
         result.model = completion.model
         reasons = completion.finish_reasons + ["unknown"] * (len(completion.texts) - len(completion.finish_reasons))
-        attempt = Attempt(index=k + 1, constrained=completion.constrained,
+        attempt = CompileAttempt(index=k + 1, constrained=completion.constrained,
                           candidates=[judge(t, r, library, names) for t, r in zip(completion.texts, reasons)])
         result.attempts.append(attempt)
         for c in attempt.candidates:
@@ -523,7 +524,7 @@ def synthesize_reward(
                 result.program = c.program
                 return result
         if not attempt.candidates:  # a server that returned no choices at all
-            attempt.candidates.append(Candidate("", None, "unknown", "no-program"))
+            attempt.candidates.append(CompileCandidate("", None, "unknown", "no-program"))
         best = min(range(len(attempt.candidates)), key=lambda i: _promise(attempt.candidates[i]))
         attempt.repaired = best
         chosen = attempt.candidates[best]

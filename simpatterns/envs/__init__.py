@@ -60,7 +60,7 @@ _ROPE_OPTIONS = ("RopeTaskOptions", "RopeSimulationOptions", "RopeObservationOpt
 
 def __getattr__(name: str):
     # the env classes import the simulators and the DSL: load them on first use only
-    if name in ("PhyreOneBallEnv", "Task"):
+    if name in ("PhyreOneBallEnv", "EpisodeScene"):
         from simpatterns.envs import phyre_env
 
         return getattr(phyre_env, name)
@@ -83,6 +83,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.envs' has no attribute {name!r}")
 
 
-__all__ = ["ENV_IDS", "KNOT_ROPE", "PHYRE_ONE_BALL_V1", "V1_DEFAULTS", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL", "PhyreOneBallEnv",
+__all__ = ["ENV_IDS", "KNOT_ROPE", "PHYRE_ONE_BALL_V1", "V1_DEFAULTS", "KnotRopeEnv", "ObservationOptions", "PHYRE_ONE_BALL",
+           "PhyreOneBallEnv",
            "RenderOptions", "RewardProgramWrapper", "RopeObservationOptions", "RopeRenderOptions",
-           "RopeSimulationOptions", "RopeTaskOptions", "SimulationOptions", "Task", "TaskOptions", "register_envs"]
+           "RopeSimulationOptions", "RopeTaskOptions", "SimulationOptions", "EpisodeScene", "TaskOptions", "register_envs"]

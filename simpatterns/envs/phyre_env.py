@@ -35,7 +35,7 @@ INITIAL_CACHE = 64  # tasks whose initial scene, state and observation are kept 
 
 
 @dataclass(frozen=True)
-class Task:
+class EpisodeScene:
     """One scene an episode can be played on: a template variant or a named scene."""
 
     template: str
@@ -67,7 +67,7 @@ def scene_bodies(scene: Scene) -> int:
     return sum(1 for b in scene.bodies if b.kind != "wall")
 
 
-def objects_rows(tasks: list[Task]) -> int:
+def objects_rows(tasks: list[EpisodeScene]) -> int:
     """Rows of an objects observation with room for every task of ``tasks``: the most
     bodies any of them has, plus the agent's row."""
     most = 0
@@ -77,44 +77,44 @@ def objects_rows(tasks: list[Task]) -> int:
     return most + 1
 
 
-def all_tasks() -> list[Task]:
+def all_tasks() -> list[EpisodeScene]:
     """Every shipped variant of every template."""
-    return [Task(t, v) for t in TEMPLATES for v in range(TEMPLATES[t].num_variants)]
+    return [EpisodeScene(t, v) for t in TEMPLATES for v in range(TEMPLATES[t].num_variants)]
 
 
-def _template_tasks(template: str | int) -> list[Task]:
+def _template_tasks(template: str | int) -> list[EpisodeScene]:
     t = get_template(template)
     if t.num_variants == 0:
         raise ValueError(f"template {t.id} has no shipped variants; pick another template or pass a scene")
-    return [Task(t.id, v) for v in range(t.num_variants)]
+    return [EpisodeScene(t.id, v) for v in range(t.num_variants)]
 
 
-def _parse_task(item: Any) -> Task:
-    if isinstance(item, Task):
+def _parse_task(item: Any) -> EpisodeScene:
+    if isinstance(item, EpisodeScene):
         return item
     if isinstance(item, str) and ":" in item:
         t, v = item.split(":", 1)
-        return _check_variant(Task(get_template(t).id, int(v)))
+        return _check_variant(EpisodeScene(get_template(t).id, int(v)))
     if isinstance(item, (tuple, list)) and len(item) == 2:
-        return _check_variant(Task(get_template(item[0]).id, int(item[1])))
+        return _check_variant(EpisodeScene(get_template(item[0]).id, int(item[1])))
     raise ValueError(f"a task is (template, variant) or 'template:variant', got {item!r}")
 
 
-def _check_variant(task: Task) -> Task:
+def _check_variant(task: EpisodeScene) -> EpisodeScene:
     n = get_template(task.template).num_variants
     if not 0 <= task.variant < n:
         raise ValueError(f"template {task.template} has variants 0..{n - 1}, not {task.variant}")
     return task
 
 
-def _scene_task(scene: Scene | str) -> Task:
+def _scene_task(scene: Scene | str) -> EpisodeScene:
     if isinstance(scene, str):
         from simpatterns.envs.scenes import named_scene
 
         scene = named_scene(scene)
     if not isinstance(scene, Scene):
         raise TypeError(f"scene must be a Scene or a named scene, got {type(scene).__name__}")
-    return Task(scene.template or "scene", -1 if scene.variant is None else int(scene.variant), scene)
+    return EpisodeScene(scene.template or "scene", -1 if scene.variant is None else int(scene.variant), scene)
 
 
 class PhyreOneBallEnv(gym.Env):
@@ -185,7 +185,7 @@ class PhyreOneBallEnv(gym.Env):
         if t.scene is not None:
             self.tasks = [_scene_task(t.scene)]
         elif t.template is not None and t.variant is not None:
-            self.tasks = [_check_variant(Task(get_template(t.template).id, int(t.variant)))]
+            self.tasks = [_check_variant(EpisodeScene(get_template(t.template).id, int(t.variant)))]
         elif t.template is not None:
             self.tasks = _template_tasks(t.template)
         elif t.tasks is not None:
@@ -207,9 +207,9 @@ class PhyreOneBallEnv(gym.Env):
         low = -1.0 if o.action_range == "symmetric" else 0.0
         self.action_space = spaces.Box(low, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
-        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], Task]] = OrderedDict()
-        self._left_alone: OrderedDict[Any, tuple[Trace, Task]] = OrderedDict()
-        self.task: Task | None = None
+        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], EpisodeScene]] = OrderedDict()
+        self._left_alone: OrderedDict[Any, tuple[Trace, EpisodeScene]] = OrderedDict()
+        self.task: EpisodeScene | None = None
         self.scene: Scene | None = None
         self.initial_trace: Trace | None = None
         self.last_trace: Trace | None = None
@@ -239,7 +239,7 @@ class PhyreOneBallEnv(gym.Env):
                              bool(o.channels_first))
         return object_features(trace, frame, int(o.max_objects))
 
-    def _initial_state(self, task: Task) -> tuple[Scene, Trace, np.ndarray, tuple[str, ...]]:
+    def _initial_state(self, task: EpisodeScene) -> tuple[Scene, Trace, np.ndarray, tuple[str, ...]]:
         """The scene and its state before the action (a zero-step rollout without
         the red ball) with its observation and the body names of its rollouts;
         cached per task (scenes are not mutated)."""
@@ -314,7 +314,7 @@ class PhyreOneBallEnv(gym.Env):
                 choices = _template_tasks(options["template"])
                 task = choices[int(self.np_random.integers(len(choices)))]
             else:
-                task = _check_variant(Task(get_template(options["template"]).id, int(options["variant"])))
+                task = _check_variant(EpisodeScene(get_template(options["template"]).id, int(options["variant"])))
         elif "variant" in options:
             raise ValueError("reset option 'variant' needs 'template'")
         else:

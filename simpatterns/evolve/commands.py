@@ -54,7 +54,7 @@ class _ProgressView:
 def discover_cmd(
     traces: Annotated[Path, typer.Option("--traces", help="Directory of .npz traces (searched recursively).")],
     labels: Annotated[Path, typer.Option("--labels", help="Labels file (TOML, [[label]] entries).")],
-    library: Annotated[Path, typer.Option("--library", help="Output library directory (written atomically).")],
+    library: Annotated[Path, typer.Option("--out", "-o", help="Output library directory (written atomically).")],
     base_library: Annotated[str, typer.Option(
         "--base-library", help="'builtin', 'builtin:3d' (MuJoCo and rope traces), 'none' or a library directory.")]
     = "builtin",
@@ -65,13 +65,13 @@ def discover_cmd(
     base_url: Annotated[Optional[str], typer.Option("--base-url", envvar="SIMPATTERNS_LLM_BASE_URL")] = None,
     model: Annotated[Optional[str], typer.Option("--model", envvar="SIMPATTERNS_LLM_MODEL")] = None,
     record: Annotated[Optional[Path], typer.Option("--record", help="Record LLM traffic to this transcript.")] = None,
-    budget: Annotated[Optional[int], typer.Option("--budget", help="Samples per label.")] = None,
+    budget: Annotated[Optional[int], typer.Option("--samples", help="Samples per label.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of all randomness.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir.")] = False,
-    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Log and snapshots (default: LIBRARY.run).")]
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="Log and snapshots (default: OUT.run).")]
     = None,
     config: Annotated[Optional[Path], typer.Option("--config", help="TOML overriding evolve settings.")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluators.")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="Sandbox evaluator processes.")] = None,
     batch: Annotated[Optional[int], typer.Option("--batch", help="Samples per round (requests in flight).")] = None,
     fitness: Annotated[Optional[str], typer.Option(
         "--fitness", help="Fitness kind: evidence (default; standard deviations above chance) or paper "
@@ -91,8 +91,8 @@ def discover_cmd(
     prompt: Annotated[Optional[str], typer.Option(
         "--prompt", help="auto (compact for llama.cpp and in-process models), full, compact.",
         show_default=False)] = None,
-    max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens")] = None,
-    max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s")] = None,
+    max_total_tokens: Annotated[Optional[int], typer.Option("--max-total-tokens", help="Hard cap on tokens used.")] = None,
+    max_wall_s: Annotated[Optional[float], typer.Option("--max-wall-s", help="Hard cap on seconds of wall time.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     unsafe_sandbox: Annotated[bool, typer.Option(
         "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
@@ -132,7 +132,7 @@ def discover_cmd(
         _fail(str(exc))
     table = Table(title=f"discovery: {report.traces} traces, run {report.run_dir}")
     for col in ("label", "samples", "accepted", "fitness", "gain", "note"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "note")  # the note wraps; the numbers stay whole
     for row in report.rows:
         table.add_row(*row.cells())
     print_table(table)
@@ -155,19 +155,19 @@ def report_cmd(run_dir: Annotated[Path, typer.Argument(help="A discovery run dir
         _fail(str(exc))
     table = Table(title=f"run {run_dir}")
     for col in ("label", "samples", "accepted", "best fitness", "registered", "plot"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "plot")
     for lab in report.labels:
         fit = lab.best.fitness if lab.best is not None else None
         table.add_row(str(lab.label), str(lab.samples), "yes" if lab.accepted else "no",
                       "-" if fit is None else f"{fit:.5f}", str(lab.statuses.get("registered", 0)),
                       str(lab.plot) if lab.plot else "-")
-    print_table(table)
+    print_table(table, drop=("plot",))  # the plots are listed in the report too
     reasons = Table(title="rejection reasons")
     reasons.add_column("reason")
     reasons.add_column("count", justify="right")
     for code, n in report.reasons.most_common():
         reasons.add_row(code, str(n))
-    console.print(reasons)
+    print_table(reasons)
     console.print(f"written: {report.markdown}")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from simpatterns.detectors.contract import normalize_label
+from simpatterns.errors import SimpatternsError
 from simpatterns.evolve.database import DatabaseConfig
 from simpatterns.evolve.fitness import FitnessConfig
 from simpatterns.evolve.prompt import LabelSpec
@@ -37,7 +38,7 @@ else:  # pragma: no cover - Python 3.10
         tomllib = None
 
 
-class ConfigError(ValueError):
+class ConfigError(SimpatternsError, ValueError):
     """A labels or config file is wrong; the message names the file and the field."""
 
 
@@ -46,7 +47,7 @@ class EvolveConfig:
     """Everything that shapes a discovery job. ``seed`` drives all randomness."""
 
     seed: int = 0
-    samples_per_label: int = 64  # the budget in samples, per label (--budget)
+    samples_per_label: int = 64  # the budget in samples, per label (--samples)
     max_total_tokens: int | None = None  # LLM tokens for the whole job (prompt + completion)
     max_wall_s: float | None = None  # wall-clock budget for the whole job
     batch_size: int = 8  # samples per round: prompts built from one database state, requests in flight

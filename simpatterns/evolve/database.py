@@ -54,7 +54,7 @@ _UNSET: Any = object()
 
 
 @dataclass
-class Program:
+class DetectorProgram:
     """A registered detector program and how it scored.
 
     ``constants``: what its source declares, as written (`Candidate.constants`), kept in
@@ -89,7 +89,7 @@ class Program:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Program":
+    def from_json(cls, d: dict[str, Any]) -> "DetectorProgram":
         d = dict(d)
         d["signature"] = tuple(d["signature"])
         return cls(**d)
@@ -102,13 +102,13 @@ def _sig_key(signature: tuple[float, ...]) -> str:
 @dataclass
 class Cluster:
     signature: tuple[float, ...]
-    programs: list[Program] = field(default_factory=list)
+    programs: list[DetectorProgram] = field(default_factory=list)
 
     @property
     def score(self) -> float:
         return max(p.fitness for p in self.programs)
 
-    def sample(self, rng: np.random.Generator, temperature: float) -> Program:
+    def sample(self, rng: np.random.Generator, temperature: float) -> DetectorProgram:
         lengths = np.array([p.lines for p in self.programs], dtype=np.float64)
         norm = (lengths - lengths.min()) / (lengths.max() - lengths.min() + 1e-6)
         return self.programs[int(rng.choice(len(self.programs), p=_softmax(-norm, temperature)))]
@@ -124,7 +124,7 @@ class Island:
     feedback: list[dict[str, str]] = field(default_factory=list)  # recent rejections, newest last
 
     @property
-    def best(self) -> Program | None:
+    def best(self) -> DetectorProgram | None:
         best = None
         for c in self.clusters.values():
             for p in c.programs:
@@ -137,7 +137,7 @@ class Island:
         b = self.best
         return b.fitness if b is not None else -np.inf
 
-    def add(self, program: Program) -> None:
+    def add(self, program: DetectorProgram) -> None:
         key = _sig_key(program.signature)
         if key not in self.clusters:
             self.clusters[key] = Cluster(program.signature)
@@ -172,7 +172,7 @@ class ProgramsDatabase:
         self.seeded = False
 
     # --------------------------------------------------------------- seeding
-    def seed(self, program: Program) -> None:
+    def seed(self, program: DetectorProgram) -> None:
         """Put the seed program in every island (once per label run)."""
         if self.seeded:
             raise RuntimeError("the database is already seeded; a resumed job must not re-add the seed")
@@ -180,8 +180,8 @@ class ProgramsDatabase:
             isl.add(self._copy(program))
         self.seeded = True
 
-    def _copy(self, program: Program) -> Program:
-        p = Program.from_json(program.to_json())
+    def _copy(self, program: DetectorProgram) -> DetectorProgram:
+        p = DetectorProgram.from_json(program.to_json())
         p.constants = program.constants
         p.id = self.next_id
         self.next_id += 1
@@ -191,7 +191,7 @@ class ProgramsDatabase:
     def choose_island(self, rng: np.random.Generator) -> int:
         return int(rng.integers(len(self.islands)))
 
-    def sample_programs(self, island: int, rng: np.random.Generator) -> list[Program]:
+    def sample_programs(self, island: int, rng: np.random.Generator) -> list[DetectorProgram]:
         """Programs for a prompt from ``island``, sorted by ascending fitness."""
         isl = self.islands[island]
         clusters = list(isl.clusters.values())
@@ -222,7 +222,7 @@ class ProgramsDatabase:
         isl.feedback.append(reason.to_json())
         del isl.feedback[: max(0, len(isl.feedback) - self.config.feedback_size)]
 
-    def check(self, program: Program, island: int, epoch: int) -> Reason | None:
+    def check(self, program: DetectorProgram, island: int, epoch: int) -> Reason | None:
         """Why ``program`` would be dropped from ``island`` (None: it can be registered)."""
         isl = self.islands[island]
         if isl.epoch != epoch:
@@ -231,7 +231,7 @@ class ProgramsDatabase:
             return Reason(R.DUPLICATE, f"same events as a program already in island {island}")
         return None
 
-    def register(self, program: Program, island: int, epoch: int, reset_rng: np.random.Generator | None = None
+    def register(self, program: DetectorProgram, island: int, epoch: int, reset_rng: np.random.Generator | None = None
                  ) -> Reason | None:
         """Register a scored program; returns the drop reason instead when it is
         stale or a duplicate. May trigger a reset (``reset_rng`` breaks ties)."""
@@ -264,7 +264,7 @@ class ProgramsDatabase:
         return reset
 
     # ----------------------------------------------------------------- views
-    def best(self) -> Program | None:
+    def best(self) -> DetectorProgram | None:
         best = None
         for isl in self.islands:
             b = isl.best
@@ -305,7 +305,7 @@ class ProgramsDatabase:
         for isl, rec in zip(db.islands, d["islands"]):
             isl.epoch = int(rec["epoch"])
             for p in rec["programs"]:
-                isl.add(Program.from_json(p))
+                isl.add(DetectorProgram.from_json(p))
             isl.num_programs = int(rec["num_programs"])
             isl.feedback = list(rec["feedback"])
         return db

@@ -52,14 +52,14 @@ from simpatterns.annotate.annotator import trace_files
 from simpatterns.detectors.contract import AST_LOCK, Declarations, Detector, count_lines, source_hash
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.evolve.config import EvolveConfig
-from simpatterns.evolve.database import Program
+from simpatterns.evolve.database import DetectorProgram
 from simpatterns.evolve.evidence import TraceSalience
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
 from simpatterns.evolve.growth import LibraryState
 from simpatterns.evolve.prompt import LabelSpec, skeleton, trace_api
 from simpatterns.evolve.proposers import LLMProposer, OfflineProposer
 from simpatterns.evolve.records import JobDone, LabelDone, LabelStart, ProposedLabels, Record, RoundEnd
-from simpatterns.evolve.rounds import Evaluator, plan_round, run_round, safe_sample_record
+from simpatterns.evolve.rounds import CandidateEvaluator, plan_round, run_round, safe_sample_record
 from simpatterns.evolve.runlog import RunLog
 from simpatterns.evolve.selfdiscovery import propose_labels
 from simpatterns.evolve.state import SELF_STREAM, JobError, JobState, LabelState, open_job
@@ -115,7 +115,7 @@ class DiscoveryJob:
         self.sandbox_root: str | None = None
         self.sandbox_pids: set[int] = set()
         self.lib: LibraryState | None = None
-        self.evaluator: Evaluator | None = None
+        self.evaluator: CandidateEvaluator | None = None
         self._fitness: FitnessContext | None = None
         self._fitness_label: str | None = None
         self._D_T: np.ndarray | None = None
@@ -138,7 +138,7 @@ class DiscoveryJob:
         self._remove_stale_sandbox()
         self.sandbox = self.sandbox_factory(self.traces, workers=self.config.workers, limits=self.config.sandbox)
         self.sandbox_root = self.sandbox.root
-        self.evaluator = Evaluator(self.sandbox, self._fitness_for, self.config.gate)
+        self.evaluator = CandidateEvaluator(self.sandbox, self._fitness_for, self.config.gate)
         self.log.dir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.log.dir / "session.json", {  # which processes belong to this run, for operators
             "pid": os.getpid(), "sandbox_root": self.sandbox.root, "servers": self.sandbox.server_pids,
@@ -154,7 +154,7 @@ class DiscoveryJob:
                 self._commit([JobDone(None, str(self.library_out))])
             if not self.stop_reason:
                 self.stop_reason = (f"sample budget: every label ran its {self.config.samples_per_label} samples "
-                                    f"(--budget)")
+                                    f"(--samples)")
         finally:
             executor.shutdown(wait=True)
             self.sandbox.close()
@@ -217,7 +217,7 @@ class DiscoveryJob:
         assert self.lib is not None and self.sandbox is not None
         self.sandbox.set_dependency_events(self.lib.events)
 
-    def _accept(self, rec: LabelDone, program: Program | None = None) -> None:
+    def _accept(self, rec: LabelDone, program: DetectorProgram | None = None) -> None:
         assert self.lib is not None and self.sandbox is not None
         self.lib.accept(rec, self.sandbox, program)
         self._fitness = None
@@ -295,10 +295,10 @@ class DiscoveryJob:
         floor = ctx.baseline - 1.0
         if outcome.parts is not None:
             p = outcome.parts
-            seed_prog = Program(-1, source, p.fitness, p.signature, p.events_hash, p.lines, -1, p.to_json(), origin,
+            seed_prog = DetectorProgram(-1, source, p.fitness, p.signature, p.events_hash, p.lines, -1, p.to_json(), origin,
                                 constants=outcome.constants)
         else:
-            seed_prog = Program(-1, source, floor, (), "seed", count_lines(source), -1,
+            seed_prog = DetectorProgram(-1, source, floor, (), "seed", count_lines(source), -1,
                                 {"fitness": floor, "rejected": outcome.reason.to_json() if outcome.reason else None},
                                 origin)
         replaces = spec.label in self.lib.library
@@ -349,7 +349,7 @@ class DiscoveryJob:
             self._rounds_since_snapshot = 0
 
     # ------------------------------------------------------------ acceptance
-    def _acceptance_problems(self, ctx: FitnessContext, best: Program) -> list[str]:
+    def _acceptance_problems(self, ctx: FitnessContext, best: DetectorProgram) -> list[str]:
         """The fitness's event checks on the best program (`FitnessContext.acceptance_problems`):
         its events come from the sandbox again, once per label (they are not kept per sample)."""
         if ctx.config.kind != "evidence" or not ctx.config.checks:
@@ -385,7 +385,7 @@ class DiscoveryJob:
             else:
                 accepted = True
         rec = LabelDone(cur.spec.label, cur.index, accepted, why, cur.samples, cur.spec.self_discovered,
-                        None, ctx.baseline, Program.from_json(best.to_json()) if best else None)
+                        None, ctx.baseline, DetectorProgram.from_json(best.to_json()) if best else None)
         if accepted and best is not None:
             rec.provenance = {
                 "label": cur.spec.label, "description": cur.spec.description, "fitness": best.parts,
@@ -443,7 +443,7 @@ def traces_from_dir(path: str | Path) -> tuple[list[Trace], str]:
         raise JobError(f"{path}: no .npz traces found")
     traces = [Trace.load(f) for f in files]
     h = hashlib.blake2b(digest_size=16)
-    for f, t in zip(files, traces):
+    for f in files:
         h.update(f.name.encode())
     h.update(dist.dataset_hash(traces).encode())
     return traces, h.hexdigest()

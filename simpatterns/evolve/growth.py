@@ -21,7 +21,7 @@ from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Declarations, Detector
 from simpatterns.detectors.cost import counted_detect
 from simpatterns.detectors.library import EVOLVE_RECORD, PatternLibrary
-from simpatterns.evolve.database import Program
+from simpatterns.evolve.database import DetectorProgram
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.records import LabelDone
 from simpatterns.evolve.state import JobError
@@ -75,7 +75,7 @@ class LibraryState:
             info[k] = d
         return info
 
-    def accept(self, done: LabelDone, sandbox: Sandbox | ExecutorSandbox, program: Program | None = None) -> Detector:
+    def accept(self, done: LabelDone, sandbox: Sandbox | ExecutorSandbox, program: DetectorProgram | None = None) -> Detector:
         """Put the accepted program of ``done`` into the library (provenance "evolved",
         or "self-discovered"; its manifest entry keeps ``done.provenance``) with its
         events from the sandbox. ``program``: the database's program (what its source

@@ -1,7 +1,7 @@
 """Proposers: where candidate programs come from.
 
 Both kinds answer ``await propose(prompt, spec, versions, seed)`` with a
-`Proposal`: a full detector module and its tree (the proposer parsed it, once:
+`ProposedModule`: a full detector module and its tree (the proposer parsed it, once:
 nothing downstream parses it again), or the reason there is none:
 
 - `LLMProposer` sends the prompt through the LLM layer (`simpatterns.llm`)
@@ -29,7 +29,7 @@ from simpatterns.sandbox.reasons import Reason, Rejected
 
 
 @dataclass
-class Proposal:
+class ProposedModule:
     """A proposed module (``source``, None with the ``reason`` there is none) and its
     ``tree`` when the proposer parsed it (the gate then does not parse it again)."""
 
@@ -58,11 +58,11 @@ class OfflineProposer:
         self.max_changes = max_changes
         self.flip_probability = flip_probability
 
-    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
+    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> ProposedModule:
         with AST_LOCK:
             return self.propose_sync(versions, seed)
 
-    def propose_sync(self, versions: Sequence[Version], seed: int) -> Proposal:
+    def propose_sync(self, versions: Sequence[Version], seed: int) -> ProposedModule:
         rng = np.random.default_rng(seed)
         primary = versions[-1].source
         if len(versions) > 1 and rng.random() < self.crossover_probability:
@@ -70,13 +70,13 @@ class OfflineProposer:
             if crossed is not None:
                 primary = crossed
                 if rng.random() < 0.5:  # sometimes the crossover alone
-                    return Proposal(primary, model=self.name)
+                    return ProposedModule(primary, model=self.name)
         sigma = self.sigma if versions[-1].fitness is not None else self.escape_sigma
         child = mutate(primary, rng, self.max_changes, sigma, self.flip_probability)
         if child is None:
-            return Proposal(None, Reason(R.NOTHING_TO_MUTATE, "no numeric constant or comparison to change"),
+            return ProposedModule(None, Reason(R.NOTHING_TO_MUTATE, "no numeric constant or comparison to change"),
                             model=self.name)
-        return Proposal(child[0], model=self.name, tree=child[1])
+        return ProposedModule(child[0], model=self.name, tree=child[1])
 
 
 class LLMProposer:
@@ -102,7 +102,7 @@ class LLMProposer:
         except Exception:  # noqa: BLE001 - a backend that cannot say
             return "llm"
 
-    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> Proposal:
+    async def propose(self, prompt: Prompt, spec: LabelSpec, versions: Sequence[Version], seed: int) -> ProposedModule:
         from simpatterns.llm import ChatRequest, LLMError
 
         request = ChatRequest(prompt.messages, n=1, temperature=self.temperature, seed=int(seed) % (2**31),
@@ -110,7 +110,7 @@ class LLMProposer:
         try:
             [completion] = await self.client.acomplete([request])
         except LLMError as exc:
-            return Proposal(None, Reason(R.LLM_ERROR, str(exc)[:300]), model=self.name)
+            return ProposedModule(None, Reason(R.LLM_ERROR, str(exc)[:300]), model=self.name)
         usage = completion.usage
         finish = completion.finish_reasons[0] if completion.finish_reasons else ""
         base = {"model": completion.model or self.name, "prompt_tokens": usage.prompt_tokens,
@@ -119,5 +119,5 @@ class LLMProposer:
             source, tree = assemble(completion.text, prompt, spec)
         except Rejected as exc:
             detail = exc.reason.detail + (" (answer cut at max_tokens)" if finish == "length" else "")
-            return Proposal(None, Reason(exc.reason.code, detail), **base)
-        return Proposal(source, tree=tree, **base)
+            return ProposedModule(None, Reason(exc.reason.code, detail), **base)
+        return ProposedModule(source, tree=tree, **base)

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Union
 
-from simpatterns.evolve.database import DatabaseConfig, Program
+from simpatterns.errors import SimpatternsError
+from simpatterns.evolve.database import DatabaseConfig, DetectorProgram
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.sandbox.reasons import Reason
 
@@ -45,7 +46,7 @@ class LabelStart:
     index: int
     spec: LabelSpec
     origin: str  # "skeleton", "library" or "seed SPEC"
-    seed_program: Program
+    seed_program: DetectorProgram
     seed_reason: Reason | None  # why the seed program was not scored (it is still in the database)
     baseline: float
     library_correlation: float
@@ -71,7 +72,7 @@ class LabelStart:
     def from_json(cls, d: dict[str, Any]) -> "LabelStart":
         inc = d.get("incumbent_fitness")
         return cls(d["label"], int(d["index"]), LabelSpec(**d["spec"]), d.get("origin", ""),
-                   Program.from_json(d["seed_program"]), _reason(d.get("seed_reason")), float(d["baseline"]),
+                   DetectorProgram.from_json(d["seed_program"]), _reason(d.get("seed_reason")), float(d["baseline"]),
                    float(d.get("library_correlation", 0.0)), _float_or_none(d.get("step_reference")),
                    list(d.get("library", [])), DatabaseConfig(**d["database"]), bool(d["replaces"]),
                    None if inc is None else float(inc), _float_or_none(d.get("elapsed_s")),
@@ -177,7 +178,7 @@ class LabelDone:
     self_discovered: bool
     elapsed_s: float | None  # logs before issue 12 only
     baseline: float
-    program: Program | None  # the best program
+    program: DetectorProgram | None  # the best program
     provenance: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -194,7 +195,7 @@ class LabelDone:
         prog = d.get("program")
         return cls(d["label"], int(d["index"]), bool(d["accepted"]), d.get("why", ""), int(d.get("samples", 0)),
                    bool(d.get("self_discovered", False)), _float_or_none(d.get("elapsed_s")),
-                   float(d.get("baseline", 0.0)), None if prog is None else Program.from_json(prog),
+                   float(d.get("baseline", 0.0)), None if prog is None else DetectorProgram.from_json(prog),
                    d.get("provenance"))
 
 
@@ -256,7 +257,7 @@ KINDS: dict[str, Any] = {c.KIND: c for c in (LabelStart, Sample, RoundEnd, Label
 COMMITS = frozenset(KINDS) - {Sample.KIND}
 
 
-class RecordError(ValueError):
+class RecordError(SimpatternsError, ValueError):
     """A log line is not a record this code knows."""
 
 

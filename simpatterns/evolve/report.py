@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpatterns.evolve.database import Program
+from simpatterns.evolve.database import DetectorProgram
 from simpatterns.evolve.records import LabelDone, LabelStart, RecordError, Sample, record_from_json
 from simpatterns.evolve.runlog import RunLog, RunLogError
 from simpatterns.files import atomic_open, atomic_write
@@ -27,7 +27,7 @@ class LabelReport:
     theta: float | None = None  # acceptance: best fitness - baseline > theta
     accepted: bool | None = None
     why: str = ""
-    best: Program | None = None
+    best: DetectorProgram | None = None
     curves: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # island -> (sample, best so far)
     reasons: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
@@ -153,10 +153,10 @@ def _markdown(report: Report, out: Path) -> Path:
         gain = "-" if fit is None or lab.baseline is None else f"{fit - lab.baseline:+.5f}"
         lines.append(f"| {lab.label} | {lab.samples} | {'yes' if lab.accepted else 'no'} | "
                      f"{'-' if fit is None else f'{fit:.5f}'} | {gain} | {lab.why or ''} |")
-    lines += ["", "## Rejection reasons", "", "| reason | " + " | ".join(l.label for l in report.labels) + " | total |",
+    lines += ["", "## Rejection reasons", "", "| reason | " + " | ".join(lab.label for lab in report.labels) + " | total |",
               "|---|" + "---|" * (len(report.labels) + 1)]
     for code, total in report.reasons.most_common():
-        lines.append(f"| {code} | " + " | ".join(str(l.reasons.get(code, 0)) for l in report.labels) + f" | {total} |")
+        lines.append(f"| {code} | " + " | ".join(str(lab.reasons.get(code, 0)) for lab in report.labels) + f" | {total} |")
     for lab in report.labels:
         if lab.accepted and lab.best is not None:
             parts = lab.best.parts

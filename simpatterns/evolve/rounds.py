@@ -3,7 +3,7 @@
 A round builds ``batch_size`` prompts from one database state (each on a
 random island, with random earlier versions), gets the proposals concurrently
 (LLM requests in flight, or offline mutations), pushes them through a bounded
-queue to the evaluator threads (`Evaluator`: AST gate -> sandbox -> fitness),
+queue to the evaluator threads (`CandidateEvaluator`: AST gate -> sandbox -> fitness),
 and returns one `Sample` record per proposal in sample order, so concurrency
 cannot reorder what the database sees. Every random draw comes from
 `JobState.rng` keyed by (label, round, sample, stream).
@@ -27,7 +27,7 @@ from simpatterns.detectors.contract import count_lines
 from simpatterns.evolve.config import EvolveConfig
 from simpatterns.evolve.fitness import FitnessContext, FitnessParts
 from simpatterns.evolve.prompt import LabelSpec, Prompt, Version, build_prompt
-from simpatterns.evolve.proposers import Proposal
+from simpatterns.evolve.proposers import ProposedModule
 from simpatterns.evolve.records import Sample
 from simpatterns.evolve.state import PROMPT_STREAM, PROPOSE_STREAM, JobState, LabelState
 from simpatterns.sandbox import reasons as R
@@ -51,7 +51,7 @@ class Outcome:
     constants: dict[str, Any] | None = None  # what the scored program declares, as written
 
 
-class Evaluator:
+class CandidateEvaluator:
     """Gate -> sandbox -> fitness for one program; safe to call from several threads.
     ``fitness_for(label)``: the fitness context candidates for ``label`` are scored in."""
 
@@ -89,7 +89,7 @@ class RoundItem:
     versions: list[Version]
     prompt: Prompt
     seed: int
-    proposal: Proposal | None = None
+    proposal: ProposedModule | None = None
     outcome: Outcome | None = None
 
 
@@ -110,7 +110,7 @@ def plan_round(state: JobState, cur: LabelState, batch: int, library_info: dict[
     return items
 
 
-async def run_round(items: list[RoundItem], spec: LabelSpec, proposer: Any, evaluator: Evaluator,
+async def run_round(items: list[RoundItem], spec: LabelSpec, proposer: Any, evaluator: CandidateEvaluator,
                     executor: ThreadPoolExecutor, config: EvolveConfig) -> None:
     """Propose (concurrently) and evaluate (``config.workers`` evaluator threads, behind a
     bounded queue) every item, filling in its proposal and outcome."""
@@ -121,7 +121,7 @@ async def run_round(items: list[RoundItem], spec: LabelSpec, proposer: Any, eval
         try:
             item.proposal = await proposer.propose(item.prompt, spec, item.versions, item.seed)
         except Exception as exc:  # noqa: BLE001 - a proposer bug costs one sample, not the job
-            item.proposal = Proposal(None, Reason(R.LLM_ERROR, f"proposer failed: {type(exc).__name__}: {exc}"))
+            item.proposal = ProposedModule(None, Reason(R.LLM_ERROR, f"proposer failed: {type(exc).__name__}: {exc}"))
         await queue.put(item)
 
     async def consume() -> None:

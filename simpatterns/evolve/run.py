@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.detectors.library import resolve_library
 from simpatterns.evolve.config import (
     ConfigError,
@@ -168,7 +169,7 @@ def discover(
     return _report(job, len(trace_list), rdir, out)
 
 
-class DiscoverError(Exception):
+class DiscoverError(SimpatternsError):
     """An input of `discover` that cannot be read: one line naming the file."""
 
 

@@ -27,11 +27,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.evolve.records import COMMITS
 from simpatterns.files import atomic_write_json
 
 
-class RunLogError(ValueError):
+class RunLogError(SimpatternsError, ValueError):
     """The run directory is inconsistent; the message names the file and line."""
 
 

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simpatterns.evolve.database import Program, ProgramsDatabase
+from simpatterns.errors import SimpatternsError
+from simpatterns.evolve.database import DetectorProgram, ProgramsDatabase
 from simpatterns.evolve.prompt import LabelSpec
 from simpatterns.evolve.records import (
     JobDone,
@@ -37,7 +38,7 @@ from simpatterns.evolve.runlog import RunLog, RunLogError
 PROMPT_STREAM, PROPOSE_STREAM, RESET_STREAM, SELF_STREAM = 1, 2, 3, 4
 
 
-class JobError(RuntimeError):
+class JobError(SimpatternsError, RuntimeError):
     """The job cannot start or resume; the message says why and what to do."""
 
 
@@ -115,7 +116,7 @@ class JobState:
         cur = self._cur(rec.KIND, rec.label)
         if rec.scored:
             assert rec.fitness is not None and rec.signature is not None and rec.code is not None
-            prog = Program(id=-1, source=rec.code, fitness=float(rec.fitness["fitness"]),
+            prog = DetectorProgram(id=-1, source=rec.code, fitness=float(rec.fitness["fitness"]),
                            signature=tuple(rec.signature), events_hash=rec.fitness["events_hash"],
                            lines=int(rec.fitness["lines"]), sample=rec.sample, parts=dict(rec.fitness),
                            model=rec.model)

@@ -26,11 +26,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
+
 DEFAULT_ENV = "simpatterns/PhyreOneBall-v0"
 INFO_KEYS = ("program_reward", "program_success", "task_success", "valid", "template", "variant", "num_frames")
 
 
-class MinariExportError(ValueError):
+class MinariExportError(SimpatternsError, ValueError):
     """The dataset cannot be written; the message says why."""
 
 

@@ -11,7 +11,7 @@ See `simpatterns.llm.client` for retries and budgets, `simpatterns.llm.testing`
 for the scripted local server used by tests.
 """
 
-from simpatterns.llm.client import Backend, Budget, LLMClient, RetryPolicy, resolve_prompt_mode
+from simpatterns.llm.client import LLMBackend, Budget, LLMClient, RetryPolicy, resolve_prompt_mode
 from simpatterns.llm.errors import (
     LLMBackendError,
     LLMBudgetExceeded,
@@ -26,7 +26,7 @@ from simpatterns.llm.request import ChatRequest, Completion, Usage
 from simpatterns.llm.transcript import TranscriptWriter, read_transcript
 
 __all__ = [
-    "Backend", "Budget", "ChatRequest", "Completion", "LLMBackendError", "LLMBudgetExceeded", "LLMClient",
+    "LLMBackend", "Budget", "ChatRequest", "Completion", "LLMBackendError", "LLMBudgetExceeded", "LLMClient",
     "LLMConfigError", "LLMError", "LLMReplayMissing", "LLMRetriesExhausted", "LLMTranscriptError",
     "RetryPolicy", "TranscriptWriter", "Usage", "make_client", "parse_spec", "read_transcript", "resolve_prompt_mode",
 ]

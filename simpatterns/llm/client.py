@@ -54,7 +54,7 @@ from simpatterns.llm.transcript import TranscriptWriter
 log = logging.getLogger(__name__)
 
 
-class Backend:
+class LLMBackend:
     """One attempt at one request. Subclasses: openai, vllm, replay.
 
     ``call``/``acall`` raise `LLMBackendError` for a failed attempt (its
@@ -267,7 +267,7 @@ def resolve_prompt_mode(mode: str, client: Any) -> str:
 
 
 class LLMClient:
-    """Sends batches of `ChatRequest`s through a `Backend`.
+    """Sends batches of `ChatRequest`s through an `LLMBackend`.
 
     ``concurrency`` bounds requests in flight (threads for `complete`, an
     asyncio semaphore for `acomplete`); ``timeout_s`` bounds each attempt
@@ -279,7 +279,7 @@ class LLMClient:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: LLMBackend,
         *,
         concurrency: int | str = AUTO,
         timeout_s: float | None | str = AUTO,

@@ -78,9 +78,9 @@ def complete_cmd(
     prompt: Annotated[str, typer.Argument(help="User message.")],
     system: Annotated[Optional[str], typer.Option("--system", help="System message.")] = None,
     n: Annotated[int, typer.Option("-n", help="Samples.")] = 1,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.7,
-    seed: Annotated[Optional[int], typer.Option("--seed")] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 512,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.7,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the requests.")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per answer.")] = 512,
     llm: LLMSpec = "openai",
     base_url: BaseURL = None,
     model: Model = None,
@@ -236,7 +236,7 @@ def doctor_cmd(
                                                 temperature=0.0, seed=0, max_tokens=8, grammar=DOCTOR_GRAMMAR))
         except LLMError as exc:
             typer.echo(f"grammar-constrained decoding: failed: {exc}")
-            raise typer.Exit(1)
+            raise typer.Exit(1) from None
         answer = g.text.strip()
         if (g.sent or {}).get("grammar_violated"):
             typer.echo(f"grammar-constrained decoding: sent but NOT enforced (answered {answer[:40]!r})")
@@ -279,7 +279,7 @@ def transcript_cmd(path: Annotated[Path, typer.Argument(help="JSONL transcript."
 @llm_app.command("serve-script")
 def serve_script_cmd(
     script: Annotated[Optional[Path], typer.Argument(help="JSON script (see simpatterns.llm.testing).")] = None,
-    port: Annotated[int, typer.Option("--port")] = 8000,
+    port: Annotated[int, typer.Option("--port", help="TCP port to listen on.")] = 8000,
     default: Annotated[Optional[str], typer.Option("--default", help="Reply when the script has none.")] = None,
     profile: Annotated[Optional[str], typer.Option(
         "--profile", help="Play a real server's protocol: vllm-0.10, vllm-0.11, vllm, llama-server-old, "

@@ -7,8 +7,10 @@ name the request (its prompt hash) and what to do about it.
 
 from __future__ import annotations
 
+from simpatterns.errors import SimpatternsError
 
-class LLMError(Exception):
+
+class LLMError(SimpatternsError):
     """Base class of every error raised by `simpatterns.llm`."""
 
     prompt_hash: str | None = None

@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence, Union
 
+from simpatterns.errors import SimpatternsError
+
 MAX_CODEPOINT = 0x10FFFF
 
 
-class GrammarError(ValueError):
+class GrammarError(SimpatternsError, ValueError):
     """A grammar that cannot be translated, parsed or used; names the rule or line:column."""
 
 

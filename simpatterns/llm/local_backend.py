@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simpatterns.llm.client import Backend
+from simpatterns.llm.client import LLMBackend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
 from simpatterns.llm.grammars import GrammarError, as_gbnf
 from simpatterns.llm.request import ChatRequest, Completion, Usage
@@ -164,7 +164,7 @@ class _Deadline(Exception):
     pass
 
 
-class LocalBackend(Backend):
+class LocalBackend(LLMBackend):
     """Chat completions from a GGUF model run in this process by llama.cpp.
 
     ``n_ctx`` context size; ``threads``; ``seed`` for requests without one;

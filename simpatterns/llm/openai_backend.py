@@ -48,7 +48,7 @@ from typing import Any
 
 import openai
 
-from simpatterns.llm.client import Backend
+from simpatterns.llm.client import LLMBackend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
 from simpatterns.llm.grammars import GBNF, GrammarError, as_gbnf
 from simpatterns.llm.request import (
@@ -312,7 +312,7 @@ def _apply_stop(c: Completion, stop: list[str] | None) -> Completion:
     return dataclasses.replace(c, texts=texts, finish_reasons=reasons)
 
 
-class OpenAIBackend(Backend):
+class OpenAIBackend(LLMBackend):
     """Chat completions over HTTP with the ``openai`` package.
 
     ``base_url``, ``model`` and ``api_key`` default to the environment

@@ -15,13 +15,13 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from simpatterns.llm.client import Backend
+from simpatterns.llm.client import LLMBackend
 from simpatterns.llm.errors import LLMReplayMissing
 from simpatterns.llm.request import ChatRequest, Completion, Usage
 from simpatterns.llm.transcript import read_transcript
 
 
-class ReplayBackend(Backend):
+class ReplayBackend(LLMBackend):
     name = "replay"
 
     def __init__(self, path: str | os.PathLike) -> None:

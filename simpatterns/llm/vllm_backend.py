@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from simpatterns.llm.client import Backend
+from simpatterns.llm.client import LLMBackend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
 from simpatterns.llm.grammars import GrammarError, as_gbnf
 from simpatterns.llm.request import ChatRequest, Completion, Usage
@@ -28,7 +28,7 @@ MISSING_VLLM = (
 )
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(LLMBackend):
     name = "vllm"
     supports_batch = True
 

@@ -13,5 +13,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'simpatterns.optimize' has no attribute {name!r}")
 
 
-__all__ = ["AnnealConfig", "CheckpointError", "Evaluation", "EvaluationLog", "Objective", "RolloutPool", "RopeObjective", "SearchResult", "anneal",
-           "code_goal", "final_code", "random_search"]
+__all__ = ["AnnealConfig", "CheckpointError", "Evaluation", "EvaluationLog", "Objective", "RolloutPool", "RopeObjective",
+           "SearchResult", "anneal", "code_goal", "final_code", "random_search"]

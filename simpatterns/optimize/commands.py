@@ -22,26 +22,26 @@ def optimize(
     variant: Optional[int] = typer.Option(None, "--variant", "-v", help="variant of the template (default 0)"),
     scene: Optional[str] = typer.Option(None, "--scene", help="a purpose-built scene instead: 'buckets'"),
     goal: Optional[Path] = typer.Option(None, "--goal", "-g", help="reward program (.rwd); default: the PHYRE task"),
-    budget: int = typer.Option(100, "--budget", "-n", help="simulated rollouts to spend"),
+    budget: int = typer.Option(100, "--rollouts", "-n", help="simulated rollouts to spend"),
     sparse: bool = typer.Option(False, "--sparse", help="optimise the program's 0/1 success, not its dense score"),
     method: str = typer.Option("anneal", "--method", help="anneal | random"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the search"),
     bins: Optional[int] = typer.Option(None, "--bins", help="search the quantised bins^3 action grid"),
     workers: int = typer.Option(1, "--workers", "-j", help="processes evaluating each batch"),
     batch_size: int = typer.Option(1, "--batch-size", help="proposals per annealing round (parallel with -j)"),
-    t_start: float = typer.Option(0.1, "--t-start"),
-    t_end: float = typer.Option(0.002, "--t-end"),
+    t_start: float = typer.Option(0.1, "--t-start", help="annealing temperature at the start"),
+    t_end: float = typer.Option(0.002, "--t-end", help="annealing temperature at the end"),
     schedule: str = typer.Option("geometric", "--schedule", help="geometric | linear"),
     step_size: float = typer.Option(0.15, "--step-size", help="proposal std in the unit action cube"),
-    step_decay: float = typer.Option(0.3, "--step-decay", help="final step = step-size x step-decay"),
+    step_decay: float = typer.Option(0.3, "--step-decay", help="factor: final step = step-size x step-decay"),
     settle: Optional[bool] = typer.Option(
         None, "--settle/--no-settle",
         help="end rollouts once everything rests (default: on for scenes without a PHYRE goal)"),
-    keep_going: bool = typer.Option(False, "--keep-going", help="spend the whole budget after a success"),
+    keep_going: bool = typer.Option(False, "--keep-going", help="spend all --rollouts after a success"),
     gif: Optional[Path] = typer.Option(None, "--gif", help="write the best rollout as a captioned GIF"),
     gif_size: int = typer.Option(256, "--gif-size", min=64, help="side of the GIF's scene in pixels"),
     trace_out: Optional[Path] = typer.Option(None, "--trace", help="write the best rollout's trace (.npz)"),
-    out_json: Optional[Path] = typer.Option(None, "--out", "-o", "--json",
+    out_json: Optional[Path] = typer.Option(None, "--out", "-o",
                                             help="write the result (with the curve) as JSON (folders are created)"),
     backend: Backend = LOCAL,
 ) -> None:
@@ -65,8 +65,8 @@ def optimize(
     except OptimizeError as exc:
         _fail(str(exc))
     except (ValueError, DSLErrors) as exc:  # bad settings, or a program that does not parse or fit the scene
-        typer.echo(str(exc))  # plain: DSL errors carry caret snippets
-        raise typer.Exit(1)
+        typer.echo(str(exc), err=True)  # plain: DSL errors carry caret snippets
+        raise typer.Exit(1) from None
     if report.interrupted:
         if report.checkpoint is None:
             interrupted("the search is lost (give -o/--out to keep a checkpoint that a re-run resumes)", resume=False)
@@ -79,7 +79,7 @@ def optimize(
         table.add_column(col)
     table.add_row(*(f"{v:.4f}" for v in res.best_action), f"{res.best_score:.3f}", "yes" if res.best_success else "no",
                   str(res.samples), str(res.first_success or "-"), str(res.invalid_proposals), f"{res.seconds:.1f}")
-    print_table(table)
+    print_table(table, drop=("seconds", "invalid proposals"))
     if report.explain is not None:
         console.print(report.explain)
     for what, path in report.written:

@@ -3,9 +3,9 @@
 An `Objective` is plain, picklable data (scene, program text, reward kind,
 simulation settings); its `RewardProgram` is parsed, checked and compiled
 once in whichever process evaluates (the main one, and each worker once),
-and scores every rollout by its one path, ``RewardProgram.evaluate``. `RolloutPool` evaluates batches of actions inline or over worker
-processes (`simpatterns.parallel`); results never depend on the number of
-workers.
+and scores every rollout by its one path, ``RewardProgram.evaluate``.
+`RolloutPool` evaluates batches of actions inline or over worker processes
+(`simpatterns.parallel`); results never depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.parallel import Backend, Executor, WorkerSetup, make_executor, runs_inline
 from simpatterns.simulators.phyre import MAX_STEPS, Scene, check_action, simulate
 from simpatterns.simulators.phyre.physics import AGENT_NAME
@@ -67,7 +68,7 @@ class Objective:
         if self.reward == "goal" and self.goal is None:
             raise ValueError("reward 'goal' needs a goal test")
         if self.program is not None:
-            self.reward_program  # compile now: a bad program fails here, not in a worker
+            _ = self.reward_program  # compile now: a bad program fails here, not in a worker
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -135,7 +136,7 @@ class Objective:
 # ------------------------------------------------------------------ pool
 def _worker_objective(objective: Objective) -> Objective:
     """The objective in a worker, its program compiled once there (not per action)."""
-    objective.reward_program
+    _ = objective.reward_program
     return objective
 
 
@@ -143,7 +144,7 @@ def _evaluate(objective: Objective, action: list[float]) -> Evaluation:
     return objective.evaluate(action)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(SimpatternsError, ValueError):
     """A checkpoint file that belongs to other settings, or cannot be read."""
 
 

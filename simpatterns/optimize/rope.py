@@ -77,7 +77,7 @@ class RopeObjective:
         if self.start.shape != (self.config.beads, 3):
             raise ValueError(f"start must be bead positions [{self.config.beads}, 3], got {self.start.shape}")
         if self.program is not None:
-            self.reward_program  # compile now: a bad program fails here, not in a worker
+            _ = self.reward_program  # compile now: a bad program fails here, not in a worker
 
     @property
     def action_dim(self) -> int:

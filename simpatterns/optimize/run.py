@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import WriteError, atomic_write_json, check_target
 from simpatterns.optimize.objective import (
     CheckpointError,
@@ -41,7 +42,7 @@ from simpatterns.simulators.phyre import Scene
 METHODS = ("anneal", "random")
 
 
-class OptimizeError(Exception):
+class OptimizeError(SimpatternsError):
     """Settings or files `optimize_scene` cannot use: one line naming the option or the path."""
 
 
@@ -123,12 +124,12 @@ class OptimizeReport:
     written: list[tuple[str, Path]] = field(default_factory=list)
 
     def header(self, settings: SearchSettings, goal: str | os.PathLike | None) -> str:
-        """The line that says what is searched."""
+        """The two lines that say what is searched."""
         sc = self.scene
         where = f"scene {sc.template}" + (f" variant {sc.variant}" if sc.variant is not None else "")
         return (f"{settings.method} on {where}: {str(goal) if goal else 'PHYRE task success'} "
-                f"({'sparse 0/1' if self.reward != 'score' else 'dense score'}), budget {settings.budget}, "
-                f"seed {settings.seed}")
+                f"({'sparse 0/1' if self.reward != 'score' else 'dense score'})\n"
+                f"{settings.budget} rollouts at most, seed {settings.seed}")
 
 
 ProgressFn = Callable[[int, int, float], None]
@@ -199,7 +200,7 @@ def _check(settings: SearchSettings, goal: Any) -> None:
     if settings.method not in METHODS:
         raise OptimizeError(f"--method must be anneal or random, got {settings.method!r}")
     if settings.budget < 1:
-        raise OptimizeError("--budget must be >= 1")
+        raise OptimizeError("--rollouts must be >= 1")
     if settings.sparse and goal is None:
         raise OptimizeError("--sparse needs --goal (without a goal the PHYRE task reward is already sparse)")
 

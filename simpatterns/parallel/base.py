@@ -54,7 +54,7 @@ class Executor(ABC):
             fut.set_exception(exc)
         return fut
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: an executor with no workers has nothing to release)
         """Release workers; the executor cannot be used afterwards."""
 
     def __enter__(self) -> Executor:

@@ -2,6 +2,7 @@
 progress, SIGINT is the parent's to act on) and running a chunk of items."""
 
 from __future__ import annotations
+from simpatterns.errors import SimpatternsError
 
 import os
 import signal
@@ -12,7 +13,7 @@ from typing import Any
 STOP_GRACE_S = 0.5  # how long a stopped worker may take to unwind its item before SIGKILL
 
 
-class WorkerStopped(Exception):
+class WorkerStopped(SimpatternsError):
     """Raised inside a worker when the parent stops the work (SIGTERM), so the item in
     progress unwinds: its ``finally`` blocks run and no temporary file is left behind."""
 

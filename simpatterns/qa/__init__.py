@@ -8,7 +8,7 @@ from simpatterns.qa.generate import GenerateConfig, generate_dataset
 from simpatterns.qa.parse import grade, parse_answer
 from simpatterns.qa.questions import Question, QuestionFormatError, read_questions, write_questions
 from simpatterns.qa.report import score_run, write_report
-from simpatterns.qa.runner import EvalOutcome, EvalSettings, RunError, read_responses, run_eval
+from simpatterns.qa.runner import QAOutcome, EvalSettings, QARunError, read_responses, run_eval
 from simpatterns.qa.scoring import grade_run, random_chance, summarise
 from simpatterns.qa.selfdiscovery import SelfDiscoveryConfig, self_discover
 from simpatterns.qa.studies import importance, library_curve
@@ -16,8 +16,8 @@ from simpatterns.qa.templates import TEMPLATES, QuestionRules, QuestionTemplate,
 from simpatterns.qa.views import restrict, truncate
 
 __all__ = [
-    "CONDITIONS", "ContextBuilder", "ContextOptions", "EvalOutcome", "EvalSettings", "GenerateConfig", "Question",
-    "QuestionFormatError", "QuestionRules", "QuestionTemplate", "RunError", "SelfDiscoveryConfig", "TEMPLATES",
+    "CONDITIONS", "ContextBuilder", "ContextOptions", "QAOutcome", "EvalSettings", "GenerateConfig", "Question",
+    "QuestionFormatError", "QuestionRules", "QuestionTemplate", "QARunError", "SelfDiscoveryConfig", "TEMPLATES",
     "TraceFacts", "generate_dataset", "get_template", "grade", "grade_run", "importance", "library_curve",
     "parse_answer", "random_chance", "read_questions", "read_responses", "restrict", "run_eval", "score_run",
     "self_discover", "summarise", "truncate", "write_questions", "write_report",

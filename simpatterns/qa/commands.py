@@ -49,7 +49,7 @@ MODEL = Annotated[Optional[str], typer.Option("--model", envvar="SIMPATTERNS_LLM
 CONCURRENCY = Annotated[int, typer.Option("--concurrency", min=1, help="Requests in flight.")]
 TIMEOUT = Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds per request attempt.")]
 MAX_TOKENS_TOTAL = Annotated[Optional[int], typer.Option("--max-total-tokens", min=1,
-                                                         help="Token budget of the whole command (prompt + answers).")]
+                                                         help="Tokens of the whole command, at most (prompt + answers).")]
 RECORD = Annotated[Optional[Path], typer.Option("--record", help="Transcript file (default: OUT/transcript.jsonl).")]
 NO_RECORD = Annotated[bool, typer.Option("--no-record", help="Keep no transcript.")]
 CONDITIONS = Annotated[str, typer.Option("--conditions", "-c", help="Comma-separated: annotation, frames, "
@@ -57,12 +57,12 @@ CONDITIONS = Annotated[str, typer.Option("--conditions", "-c", help="Comma-separ
 LIBRARY = Annotated[str, typer.Option("--library", "-l", help="'builtin' or a library directory.")]
 TRUST = Annotated[bool, typer.Option("--trust-evolved", help="Run LLM-written detectors in this process (only for "
                                                            "code you have read).")]
-BUDGET_CHARS = Annotated[int, typer.Option("--budget-chars", min=200, help="Characters of annotation (and of raw "
+BUDGET_CHARS = Annotated[int, typer.Option("--max-chars", min=200, help="Characters of annotation (and of raw "
                                                                          "state) text.")]
 FPS = Annotated[float, typer.Option("--fps", min=0.01, help="Frames condition: images per second of recording.")]
 MAX_IMAGES = Annotated[int, typer.Option("--max-images", min=2, help="Frames condition: at most this many images.")]
 IMAGE_SIZE = Annotated[int, typer.Option("--image-size", min=32, help="Frames condition: image side in pixels.")]
-TEMPERATURE = Annotated[float, typer.Option("--temperature", min=0.0)]
+TEMPERATURE = Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature.")]
 MAX_TOKENS = Annotated[int, typer.Option("--max-tokens", min=1, help="Tokens per answer.")]
 SEED = Annotated[int, typer.Option("--seed", help="Seed of every random choice (and of the requests).")]
 LIMIT = Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N questions.")]
@@ -141,7 +141,7 @@ def _run_info(questions: Path, llm: str, client: Any, library: str) -> dict[str,
 def generate_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Data set directory (questions.jsonl, rollouts/).")],
     scenes: Annotated[int, typer.Option("--scenes", min=1, help="Scene instances (one rollout each).")] = 100,
-    per_rollout: Annotated[int, typer.Option("--questions-per-rollout", min=1, max=27)] = 10,
+    per_rollout: Annotated[int, typer.Option("--questions-per-rollout", min=1, max=27, help="Questions asked per rollout.")] = 10,
     templates: Annotated[str, typer.Option("--templates", help="Question templates, e.g. 1-27 or 1-17,22.")]
     = "1-27",
     phyre_templates: Annotated[Optional[str], typer.Option(
@@ -210,7 +210,7 @@ def eval_cmd(
 ) -> None:
     """Ask the questions under each condition; answers are checkpointed, a re-run resumes."""
     from simpatterns.qa.context import ContextBuilder
-    from simpatterns.qa.runner import RunError, run_eval
+    from simpatterns.qa.runner import QARunError, run_eval
 
     qs = _questions(questions, limit)
     settings = _settings(conditions, temperature, max_tokens, seed, budget_chars, fps, max_images, image_size)
@@ -221,7 +221,7 @@ def eval_cmd(
     try:
         outcome = run_eval(qs, builder, client, out, settings, run_info=_run_info(questions, llm, client, library),
                            progress=not quiet, workers=workers, log=console.print, backend=backend)
-    except RunError as exc:
+    except QARunError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         interrupted(f"answers so far are in {out}")
@@ -269,11 +269,11 @@ def score_cmd(
 ) -> None:
     """Grade a run's stored responses (offline); writes scores.json and graded.jsonl."""
     from simpatterns.qa.questions import QuestionFormatError
-    from simpatterns.qa.runner import RunError
+    from simpatterns.qa.runner import QARunError
 
     try:
         _print_scores(run, questions)
-    except (RunError, QuestionFormatError) as exc:
+    except (QARunError, QuestionFormatError) as exc:
         _fail(str(exc))
     console.print(f"written: {str(run / 'scores.json')}")
 
@@ -288,11 +288,11 @@ def report_cmd(
     """A markdown page with plots: accuracy by condition and family, per template, library studies."""
     from simpatterns.qa.questions import QuestionFormatError
     from simpatterns.qa.report import write_report
-    from simpatterns.qa.runner import RunError
+    from simpatterns.qa.runner import QARunError
 
     try:
         md = write_report(sources, out, title)
-    except (RunError, QuestionFormatError) as exc:
+    except (QARunError, QuestionFormatError) as exc:
         _fail(str(exc))
     pngs = sorted(p.name for p in md.parent.glob("*.png"))
     console.print(f"written: {md} ({len(pngs)} plots: {str(', '.join(pngs))})")
@@ -322,7 +322,7 @@ def library_curve_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Study directory (resumed if it exists).")],
     sizes: Annotated[str, typer.Option("--sizes", help="Library sizes, e.g. 0,1,2,4,8,16,all.")] = "0,1,2,4,8,16,all",
-    trials: Annotated[int, typer.Option("--trials", min=1, help="Random subsets per size.")] = 3,
+    trials: Annotated[int, typer.Option("--subsets", min=1, help="Random subsets per size.")] = 3,
     llm: LLM = "openai",
     base_url: BASE_URL = None,
     model: MODEL = None,
@@ -376,7 +376,7 @@ def library_curve_cmd(
 def importance_cmd(
     questions: Annotated[Path, typer.Argument(help="A data set directory or its questions.jsonl.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Study directory (resumed if it exists).")],
-    labels: Annotated[Optional[str], typer.Option("--labels", help="Patterns to hold out (comma-separated); "
+    labels: Annotated[Optional[str], typer.Option("--hold-out", help="Patterns to hold out (comma-separated); "
                                                   "default all.")] = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs per point with different request seeds.")]
     = 1,
@@ -437,8 +437,8 @@ def self_discover_cmd(
                                           "pattern.")] = 0.02,
     heldout: Annotated[float, typer.Option("--heldout", min=0.05, max=0.95, help="Share of rollouts held out.")]
     = 0.5,
-    rounds: Annotated[int, typer.Option("--rounds", min=1)] = 1,
-    budget: Annotated[int, typer.Option("--budget", min=1, help="Evolver samples per proposed label.")] = 16,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Propose-evolve-test rounds.")] = 1,
+    budget: Annotated[int, typer.Option("--samples", min=1, help="Evolver samples per proposed label.")] = 16,
     evolve_config: Annotated[Optional[Path], typer.Option("--evolve-config", help="TOML overriding evolve "
                                                           "settings.")] = None,
     llm: LLM = "openai",

@@ -41,7 +41,7 @@ class Parsed:
 
 
 @dataclass(frozen=True)
-class Graded:
+class GradedAnswer:
     parsed: Parsed
     correct: bool
     abs_error: float | None = None  # percent questions
@@ -124,18 +124,18 @@ def _parse_text(q: Question, text: str) -> Parsed:
     raise ValueError(f"unknown answer type {kind!r}")
 
 
-def grade(q: Question, response: str) -> Graded:
+def grade(q: Question, response: str) -> GradedAnswer:
     p = parse_answer(q, response)
     if not p.ok:
-        return Graded(p, False, abs_error=None, jaccard=0.0 if q.answer_type == "objects" else None)
+        return GradedAnswer(p, False, abs_error=None, jaccard=0.0 if q.answer_type == "objects" else None)
     if q.answer_type == "percent":
         err = abs(float(p.value) - float(q.answer))
-        return Graded(p, err <= PERCENT_TOLERANCE, abs_error=err)
+        return GradedAnswer(p, err <= PERCENT_TOLERANCE, abs_error=err)
     if q.answer_type == "objects":
         a, b = set(p.value), set(q.answer)
         jac = len(a & b) / len(a | b) if a | b else 1.0
-        return Graded(p, a == b, jaccard=jac)
-    return Graded(p, p.value == q.answer)
+        return GradedAnswer(p, a == b, jaccard=jac)
+    return GradedAnswer(p, p.value == q.answer)
 
 
 def format_answer(q: Question, value: Any) -> str:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_lines
 
 ANSWER_TYPES = ("integer", "percent", "object", "objects", "yesno")
@@ -37,7 +38,7 @@ NONE = "none"
 PERCENT_TOLERANCE = 5.0  # points: a percentage answer within this of the gold one is correct
 
 
-class QuestionFormatError(ValueError):
+class QuestionFormatError(SimpatternsError, ValueError):
     """A questions file is malformed; the message names file, line and field."""
 
 

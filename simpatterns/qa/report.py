@@ -21,7 +21,7 @@ import numpy as np
 
 from simpatterns.files import atomic_write, atomic_write_json, atomic_write_lines
 from simpatterns.qa.questions import FAMILIES, Question, read_questions
-from simpatterns.qa.runner import RESPONSES_FILE, RunError, read_responses, read_run
+from simpatterns.qa.runner import RESPONSES_FILE, QARunError, read_responses, read_run
 from simpatterns.qa.scoring import GroupScore, find, grade_run, summarise
 from simpatterns.qa.templates import get_template
 
@@ -54,7 +54,7 @@ def questions_of_run(run_dir: str | os.PathLike, questions: str | os.PathLike | 
     info = read_run(run_dir)
     path = info.get("questions_path")
     if not path:
-        raise RunError(f"{Path(run_dir) / 'run.json'} does not say where its questions are; pass --questions")
+        raise QARunError(f"{Path(run_dir) / 'run.json'} does not say where its questions are; pass --questions")
     return read_questions(path)
 
 
@@ -322,7 +322,7 @@ def write_report(sources: Sequence[str | os.PathLike], out: str | os.PathLike | 
     """Render the report of eval runs and study directories into ``out`` (default: the first source's
     ``report/``); returns the markdown file."""
     if not sources:
-        raise RunError("no run or study directory given")
+        raise QARunError("no run or study directory given")
     out_dir = Path(out) if out is not None else Path(sources[0]) / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
@@ -334,7 +334,7 @@ def write_report(sources: Sequence[str | os.PathLike], out: str | os.PathLike | 
         elif (src / RESPONSES_FILE).exists():
             lines += _run_section(score_run(src), out_dir, f"Run {src.name}")
         else:
-            raise RunError(f"{src}: neither a Q&A run (responses.jsonl) nor a study ({CURVE_FILE}, {IMPORTANCE_FILE})")
+            raise QARunError(f"{src}: neither a Q&A run (responses.jsonl) nor a study ({CURVE_FILE}, {IMPORTANCE_FILE})")
     md = out_dir / "report.md"
     atomic_write(md, "\n".join(lines).rstrip() + "\n")
     return md

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_write_json, atomic_write_lines
 from simpatterns.parallel import Backend
 from simpatterns.qa.context import ContextBuilder, ContextOptions, check_conditions
@@ -40,7 +41,7 @@ SUMMARIES_FILE = "summaries.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 
 
-class RunError(RuntimeError):
+class QARunError(SimpatternsError, RuntimeError):
     """The run cannot start or resume; the message says why."""
 
 
@@ -58,7 +59,7 @@ class EvalSettings:
 
 
 @dataclass
-class EvalOutcome:
+class QAOutcome:
     answered: int = 0  # this run
     already: int = 0  # found in the run directory
     failed: int = 0
@@ -98,7 +99,7 @@ class JsonlLog:
                 except json.JSONDecodeError as exc:
                     if lineno == len(lines):
                         continue  # torn by a kill: that answer is asked again
-                    raise RunError(f"{path}:{lineno}:{exc.colno}: not JSON ({exc.msg})") from None
+                    raise QARunError(f"{path}:{lineno}:{exc.colno}: not JSON ({exc.msg})") from None
                 self.records[key(rec)] = rec
         self._fh: Any = None
 
@@ -129,7 +130,7 @@ class JsonlLog:
 def read_responses(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(run_dir) / RESPONSES_FILE
     if not path.exists():
-        raise RunError(f"{path}: no responses (run `simpatterns qa eval` first)")
+        raise QARunError(f"{path}: no responses (run `simpatterns qa eval` first)")
     return list(JsonlLog(path, lambda r: (r["qid"], r["condition"])).records.values())
 
 
@@ -138,9 +139,9 @@ def read_run(run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise RunError(f"{path}: not a Q&A run directory (no {RUN_FILE})") from None
+        raise QARunError(f"{path}: not a Q&A run directory (no {RUN_FILE})") from None
     except json.JSONDecodeError as exc:
-        raise RunError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})") from None
+        raise QARunError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})") from None
 
 
 def _check_same_run(old: dict[str, Any], new: dict[str, Any], run_dir: Path) -> None:
@@ -150,7 +151,7 @@ def _check_same_run(old: dict[str, Any], new: dict[str, Any], run_dir: Path) -> 
             a = {k: v for k, v in a.items() if k != "conditions"}
             b = {k: v for k, v in b.items() if k != "conditions"}
         if a != b:
-            raise RunError(f"{run_dir} holds a run with different {what} (see {run_dir / RUN_FILE}); "
+            raise QARunError(f"{run_dir} holds a run with different {what} (see {run_dir / RUN_FILE}); "
                            "use another --out directory, or delete it to start over")
 
 
@@ -173,7 +174,7 @@ def run_eval(
     workers: int = 1,
     log: Callable[[str], None] | None = None,
     backend: Backend | None = None,
-) -> EvalOutcome:
+) -> QAOutcome:
     """Answer every (question, condition) not yet in ``out_dir`` with ``client`` (an `LLMClient`).
 
     ``run_info`` is recorded in run.json (``questions_path`` defaults to the data set's questions file,
@@ -195,7 +196,7 @@ def run_eval(
     summaries = JsonlLog(out / SUMMARIES_FILE, lambda r: r["key"])
     order = {q.id: i for i, q in enumerate(questions)}
     pending = [(q, c) for q in questions for c in settings.conditions if (q.id, c) not in responses]
-    outcome = EvalOutcome(already=sum(1 for q in questions for c in settings.conditions if (q.id, c) in responses))
+    outcome = QAOutcome(already=sum(1 for q in questions for c in settings.conditions if (q.id, c) in responses))
     try:
         if pending:
             builder.prepare([q for q, _ in pending], settings.conditions, workers=workers, progress=progress,
@@ -209,7 +210,7 @@ def run_eval(
 
 
 async def _ask_all(pending: list[tuple[Question, str]], builder: ContextBuilder, client: Any, settings: EvalSettings,
-                   responses: JsonlLog, summaries: JsonlLog, outcome: EvalOutcome, progress: bool,
+                   responses: JsonlLog, summaries: JsonlLog, outcome: QAOutcome, progress: bool,
                    log: Callable[[str], None] | None) -> None:
     from simpatterns.llm import ChatRequest, LLMBudgetExceeded, LLMError
     from simpatterns.cli_support import ProgressBar

@@ -442,7 +442,7 @@ def _first_ground_decided(rf: RolloutFacts, s: dict[str, Any]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Crossing:
+class LineCrossing:
     """Crossing the line through b's initial centre (axis 0: vertical line, 1: horizontal) after the cut."""
 
     axis: int
@@ -478,7 +478,7 @@ PRED_PATTERN = Prediction(_pattern_event, _pattern_active)
 PRED_GROUND = Prediction(_with_mask(lambda f: f.ground), _first_ground_decided)
 PRED_WALL = Prediction(_with_mask(lambda f: f.wall), _with_mask(lambda f: f.wall))
 PRED_REST = Prediction(lambda rf, s: rf.facts.no_motion, lambda rf, s: rf.facts.no_motion)
-CROSS_X, CROSS_Y = Crossing(0), Crossing(1)
+CROSS_X, CROSS_Y = LineCrossing(0), LineCrossing(1)
 
 _HEAD = "Given the first part of the recording (up to {tc} s), "
 

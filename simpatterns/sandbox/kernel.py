@@ -216,7 +216,8 @@ class SeccompFilter:
     def __init__(self) -> None:
         import pyseccomp
 
-        self._filter = pyseccomp.SyscallFilter(pyseccomp.KILL_PROCESS if os.environ.get("SECCOMP_DEBUG_KILL") else pyseccomp.ERRNO(DENIED_ERRNO))
+        default = pyseccomp.KILL_PROCESS if os.environ.get("SECCOMP_DEBUG_KILL") else pyseccomp.ERRNO(DENIED_ERRNO)
+        self._filter = pyseccomp.SyscallFilter(default)
         for name in ALLOWED_SYSCALLS:
             try:
                 self._filter.add_rule(pyseccomp.ALLOW, name)

@@ -42,6 +42,7 @@ import numpy as np
 
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Declarations, Detector
+from simpatterns.errors import SimpatternsError
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.events import check_plain_events
 from simpatterns.sandbox.kernel import Protection
@@ -52,7 +53,8 @@ from simpatterns.trace import Trace
 
 # Variables a candidate could use to reach services (API keys, proxies, cloud
 # credentials) never reach the server: it gets this environment and nothing else.
-_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **({"SECCOMP_DEBUG_KILL": "1"} if os.environ.get("SECCOMP_DEBUG_KILL") else {})}
+_KEEP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+             **({"SECCOMP_DEBUG_KILL": "1"} if os.environ.get("SECCOMP_DEBUG_KILL") else {})}
 _THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
 
@@ -99,7 +101,7 @@ class SandboxResult:
         return self.reason is None
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SimpatternsError, RuntimeError):
     """The sandbox machinery itself failed (not a candidate's fault)."""
 
 
@@ -460,7 +462,8 @@ class Sandbox:
 
     def _result(self, msg: dict[str, Any], decl: Declarations, indices: list[int],
                 lim: SandboxLimits) -> SandboxResult:
-        common = {"wall_s": float(msg.get("wall_s", 0.0)), "cpu_s": float(msg.get("cpu_s", 0.0)), "pid": msg.get("pid"), "uid": msg.get("uid"),
+        common = {"wall_s": float(msg.get("wall_s", 0.0)), "cpu_s": float(msg.get("cpu_s", 0.0)), "pid": msg.get("pid"),
+                  "uid": msg.get("uid"),
                   "smoke_ok": bool(msg.get("smoke_done", False))}
         if "reason" in msg:
             return SandboxResult(_reason(msg["reason"], msg.get("detail", "")), **common)

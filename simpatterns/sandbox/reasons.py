@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simpatterns.errors import SimpatternsError
+
 # static checks (no code has run)
 SYNTAX_ERROR = "syntax_error"
 CONTRACT = "contract"  # missing/malformed PATTERN, DESCRIPTION, DEPENDS, PARAMS or detect
@@ -122,7 +124,7 @@ class Reason:
         return {"code": self.code, "detail": self.detail}
 
 
-class Rejected(Exception):
+class Rejected(SimpatternsError):
     """Raised by static checks; carries the `Reason`."""
 
     def __init__(self, code: str, detail: str = ""):

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from simpatterns.cli_support import (EXIT_PARTIAL, executor_options, fail, interrupted, new_table, out as console,
+from simpatterns.cli_support import (executor_options, fail, interrupted, new_table, out as console,
                                      print_table, warn)
 from simpatterns.files import WriteError, check_target
 from simpatterns.parallel import LOCAL, Backend
@@ -65,15 +65,17 @@ def simulate_cmd(
         fail(str(exc))
     rollout = simulate(scene, act, stop_on_success=not full, stride=stride)
     if rollout.trace is None:
-        fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)", EXIT_PARTIAL)
+        fail(f"invalid action {act}: {rollout.invalid_reason} (nothing simulated)")  # bad input: exit 2
     tr = rollout.trace
-    console.print(f"template {t.id} variant {variant}: {t.title}")
-    console.print(f"goal: {scene.goal_text()}; action {[round(a, 4) for a in act]}")
+    # prose, wrapped at the terminal's width
+    console.print(f"template {t.id} variant {variant}: {t.title}", soft_wrap=False)
+    console.print(f"goal: {scene.goal_text()}; action {[round(a, 4) for a in act]}", soft_wrap=False)
     console.print(
         f"{tr.num_frames} frames ({tr.meta['steps']} steps, {tr.time[-1]:.2f} s), {tr.num_contacts} contact rows, "
         f"{len(tr.raw_events('CollisionStart'))} collisions; "
         + ("SOLVED" if tr.success else "not solved")
-        + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else "")
+        + (f" at {tr.meta['solved_frame'] * tr.dt:.2f} s" if tr.success else ""),
+        soft_wrap=False,
     )
     try:
         if out:

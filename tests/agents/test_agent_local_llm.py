@@ -1,7 +1,7 @@
 """The language-model agent end to end with a real language model on this machine (the local llama.cpp
 backend, ``--model smollm2-135m``): two attempts on one task through `evaluate`, whatever the model
-chooses (its answers constrained to a menu choice by the choice grammar); the run reports, and its transcript replays to the same episodes byte for byte. Skipped where
-the local backend is not installed; CI with the ``local`` extra runs it.
+chooses (its answers constrained to a menu choice by the choice grammar); the run reports, and its transcript
+replays to the same episodes byte for byte. Skipped where the local backend is not installed; CI with the ``local`` extra runs it.
 
 The backend spec and model can be changed with SIMPATTERNS_AGENTS_LOCAL_LLM (default ``local``) and
 SIMPATTERNS_AGENTS_LOCAL_MODEL (default ``smollm2-135m``)."""

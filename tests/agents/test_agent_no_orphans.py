@@ -17,7 +17,7 @@ CLI = [sys.executable, "-m", "simpatterns.cli"]
 def test_killed_agent_eval_leaves_no_worker_and_resumes(tmp_path):
     run, cache = tmp_path / "run", tmp_path / "menus"
     args = ["agent", "eval", "--out", str(run), "--tasks", "00002:002,00006:011,00000:003", "--bins", "3",
-            "--seeds", "0", "--budget", "20", "--cache", str(cache), "--agents", "random,anneal", "-j", "2"]
+            "--seeds", "0", "--attempts", "20", "--cache", str(cache), "--agents", "random,anneal", "-j", "2"]
     killed = kill_mid_run([*CLI, *args], tmp_path, lambda: any(cache.rglob("*.json")))  # a menu is built
     print(f"agent eval: {killed.workers} processes under the job at the kill, all gone {killed.seconds:.2f} s later")
     assert killed.workers >= 2 and not killed.left, killed

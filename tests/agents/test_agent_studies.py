@@ -111,18 +111,18 @@ def test_view_condition():
 def test_study_cli(store, menu_cache, tmp_path):
     runner = CliRunner()
     with marker_model(store) as server:
-        common = ["--tasks", ",".join(TASKS), "--bins", str(BINS), "--budget", str(BUDGET), "--cache",
+        common = ["--tasks", ",".join(TASKS), "--bins", str(BINS), "--attempts", str(BUDGET), "--cache",
                   str(menu_cache), "--llm", "openai", "--base-url", server.base_url, "--max-tokens", "64"]
-        res = runner.invoke(app, ["agent", "importance", "--out", str(tmp_path / "i"), "--labels",
+        res = runner.invoke(app, ["agent", "importance", "--out", str(tmp_path / "i"), "--hold-out",
                                   f"{MARKER},bounce", *common])
         assert res.exit_code == 0, res.output
         assert "| collision start |" in res.output and "+100.0" in res.output
         assert (tmp_path / "i" / "i_importance.png").is_file() and (tmp_path / "i" / "transcript.jsonl").is_file()
         res = runner.invoke(app, ["agent", "library-curve", "--out", str(tmp_path / "c"), "--sizes", "0,all",
-                                  "--trials", "1", "--cap", "10", *common])
+                                  "--subsets", "1", "--cap", "10", *common])
         assert res.exit_code == 0, res.output
         assert "mean AUCCESS@10 %" in res.output and (tmp_path / "c" / "c_library_curve.png").is_file()
-        res = runner.invoke(app, ["agent", "importance", "--out", str(tmp_path / "j"), "--labels", "nope", *common])
+        res = runner.invoke(app, ["agent", "importance", "--out", str(tmp_path / "j"), "--hold-out", "nope", *common])
         assert res.exit_code == 2 and "not in the library: nope" in res.output
         res = runner.invoke(app, ["agent", "library-curve", "--out", str(tmp_path / "k"), "--feedback", "frames",
                                   *common])

@@ -21,7 +21,7 @@ TASKS = f"{SOLVABLE},00006:011"
 
 def eval_args(run, cache, *extra):
     return ["agent", "eval", "--out", str(run), "--tasks", TASKS, "--bins", str(BINS), "--seeds", "0,1",
-            "--budget", "30", "--cache", str(cache), *extra]
+            "--attempts", "30", "--cache", str(cache), *extra]
 
 
 def test_eval_resume_report(tmp_path, menu_cache):
@@ -48,7 +48,7 @@ def test_eval_resume_report(tmp_path, menu_cache):
     assert res.exit_code == 0, res.output
     assert "5 episodes run, 7 already" in res.output  # the torn random episode and 4 new anneal ones
 
-    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random", "--budget", "50"))
+    res = runner.invoke(app, eval_args(run, menu_cache, "--agents", "random", "--attempts", "50"))
     assert res.exit_code == 1 and "holds a run with a different config" in res.output
 
     summary = json.loads((run / "summary.json").read_text())
@@ -159,7 +159,7 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path, menu_cache
 
 def llm_args(run, cache, server, *extra):
     return ["agent", "eval", "--out", str(run), "--tasks", SOLVABLE, "--bins", str(BINS), "--seeds", "0",
-            "--budget", "3", "--cache", str(cache), "--agents", "llm", "--feedback", "outcome",
+            "--attempts", "3", "--cache", str(cache), "--agents", "llm", "--feedback", "outcome",
             "--base-url", server.base_url, "--no-report", *extra]
 
 

@@ -163,7 +163,9 @@ def test_histograms_are_smoothed_distributions():
     # frames 0 and 1 are 2 active frames in bin 0 (the duplicate counts once), frame 50 in bin 5
     raw = np.zeros(10)
     raw[0], raw[5] = 2, 1
-    blurred = np.array([0.75 * raw[0] + 0.25 * raw[1]] + [0.25 * raw[k - 1] + 0.5 * raw[k] + 0.25 * raw[k + 1] for k in range(1, 9)] + [0.25 * raw[8] + 0.75 * raw[9]])
+    blurred = np.array([0.75 * raw[0] + 0.25 * raw[1]]
+                       + [0.25 * raw[k - 1] + 0.5 * raw[k] + 0.25 * raw[k + 1] for k in range(1, 9)]
+                       + [0.25 * raw[8] + 0.75 * raw[9]])
     expect = (1 - EPSILON) * blurred / blurred.sum() + EPSILON / 10
     np.testing.assert_allclose(h[0], expect)
 

@@ -19,3 +19,19 @@ def test_ci_runs_the_readme_test_command():
     check = 'python tests/process_tree.py "$SIMPATTERNS_TEST_JOB"'
     assert lines.index(command) + 1 == lines.index(check)
     assert any(line.startswith("export SIMPATTERNS_TEST_JOB") for line in lines[:lines.index(command)])
+
+
+def test_ci_runs_ruff_and_the_tree_passes_it():
+    import shutil
+    import subprocess
+    import sys
+
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "ruff check ." in lines and "ruff format --check $(grep -v '^#' .ci/ruff-format)" in lines
+    listed = [line for line in (ROOT / ".ci" / "ruff-format").read_text().splitlines() if not line.startswith("#")]
+    assert listed and all((ROOT / name).is_file() for name in listed)  # no stale entry
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    lint = subprocess.run([ruff, "check", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = subprocess.run([ruff, "format", "--check", *listed], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr

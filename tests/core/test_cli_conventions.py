@@ -53,6 +53,7 @@ BAD = {
     "boolean with a value": ["simulate", "-t", "0", "--full", "true"],
     "unknown template": ["simulate", "-t", "99"],
     "action of two numbers": ["simulate", "-t", "0", "--action", "0.5,0.3"],
+    "action outside the unit cube": ["simulate", "-t", "0", "--action", "0.5,1.5,0.3"],
     "out is a folder": ["simulate", "-t", "0", "--out", "adir"],
     "out under a file": ["simulate", "-t", "0", "--out", "afile/x.npz"],
     "gif is a folder": ["simulate", "-t", "0", "--gif", "adir"],
@@ -68,12 +69,12 @@ BAD = {
     "unknown option": ["annotate", "t.npz", "--bogus"],
     "missing goal": ["reward", "check", "missing.rwd"],
     "eval missing goal": ["reward", "eval", "missing.rwd", "t.npz"],
-    "budget 0": ["optimize", "-t", "0", "--budget", "0"],
-    "optimize out is a folder": ["optimize", "-t", "0", "--budget", "2", "-o", "adir"],
-    "optimize gif under a file": ["optimize", "-t", "0", "--budget", "2", "--gif", "afile/b.gif"],
+    "rollouts 0": ["optimize", "-t", "0", "--rollouts", "0"],
+    "optimize out is a folder": ["optimize", "-t", "0", "--rollouts", "2", "-o", "adir"],
+    "optimize gif under a file": ["optimize", "-t", "0", "--rollouts", "2", "--gif", "afile/b.gif"],
     "unknown pattern": ["library", "show", "no such pattern"],
     "discover library is a file": ["discover", "--traces", "nowhere", "--labels", "x.toml", "--offline",
-                                   "--library", "some.npz"],
+                                   "--out", "some.npz"],
 }
 
 
@@ -89,6 +90,15 @@ def test_bad_input_is_one_line_on_stderr_exit_2_and_nothing_written(workdir, arg
     assert "Traceback" not in res.stderr and "--debug" not in res.stderr
     assert res.stdout == ""
     assert sorted(p.name for p in workdir.rglob("*")) == before  # nothing created, no temporary file
+
+
+def test_program_errors_go_to_stderr_exit_1(workdir):
+    """A goal that does not parse is reported on stderr (stdout keeps only results), exit 1."""
+    for args in (["reward", "check", "bad.rwd"], ["reward", "eval", "bad.rwd", "t.npz"]):
+        res = subprocess.run([sys.executable, "-m", "simpatterns.cli", *args], capture_output=True, text=True,
+                             timeout=120, cwd=workdir)
+        assert res.returncode == 1 and res.stdout == "", (args, res.stdout)
+        assert "bad.rwd:1:" in res.stderr and "error[unexpected-end]" in res.stderr, res.stderr
 
 
 def test_user_text_in_square_brackets_is_printed_as_it_is(tmp_path):

@@ -141,10 +141,10 @@ def test_specialised_programs_parse_and_check_by_construction(library, scene):
 def _names_nothing(text: str, bodies) -> bool:
     """Does the program use a colour/role phrase that names no body of this scene? (Valid, but its
     clauses cannot hold there: the grammar offers only phrases that name something.)"""
-    from simpatterns.dsl.references import Scene
+    from simpatterns.dsl.references import SceneBodies
     from simpatterns.dsl.syntax import Str, walk
 
-    sc = Scene(bodies)
+    sc = SceneBodies(bodies)
     return any(sc.reference(n.value) is not None and not sc.resolve_names(n.value)
                for n in walk(parse(text).root) if isinstance(n, Str))
 

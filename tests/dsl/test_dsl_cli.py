@@ -32,7 +32,7 @@ def test_check_ok_and_canonical_format(app):
     res = runner.invoke(app, ["reward", "check", str(GOALS / "a03_left_wall_then_red.rwd"), "--library", "none"])
     assert res.exit_code == 0, res.output
     assert "2 clauses" in res.output
-    res = runner.invoke(app, ["reward", "check", str(GOALS / "paper_verbatim.rwd"), "--library", "none", "--format"])
+    res = runner.invoke(app, ["reward", "check", str(GOALS / "paper_verbatim.rwd"), "--library", "none", "--canonical"])
     assert res.exit_code == 0 and res.output.startswith("AND(\n    EVENT(\"lever launch\"")
 
 

@@ -18,7 +18,7 @@ from simpatterns.dsl import (
     parse,
     reference_text,
 )
-from simpatterns.dsl.reference import predicate_reference
+from simpatterns.dsl.reference_text import predicate_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 

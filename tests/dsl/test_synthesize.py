@@ -222,7 +222,7 @@ def test_cli_record_then_replay_is_bit_for_bit(serve, tmp_path):
     log, first, second = tmp_path / "run.jsonl", tmp_path / "a.rwd", tmp_path / "b.rwd"
     args = ["reward", "compile", GOAL, "--scene", "00000:0", "-n", "1"]
     res = CliRunner().invoke(app, args + ["--base-url", server.base_url, "--record", str(log), "--out", str(first),
-                                          "--report", str(tmp_path / "report.json")])
+                                          "--attempts-log", str(tmp_path / "report.json")])
     assert res.exit_code == 0, res.output
     server.stop()
     res2 = CliRunner().invoke(app, args + ["--llm", f"replay:{log}", "--out", str(second)])

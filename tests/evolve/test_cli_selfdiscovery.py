@@ -29,8 +29,8 @@ def test_discover_offline_and_report(trace_dir, builtin, tmp_path):
     base = builtin.subset(["collision start"]).save(tmp_path / "base")
     out = tmp_path / "lib"
     runner = CliRunner()
-    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library", str(out),
-                              "--base-library", str(base), "--offline", "--budget", "8", "--seed", "1", "-q"])
+    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out", str(out),
+                              "--base-library", str(base), "--offline", "--samples", "8", "--seed", "1", "-q"])
     assert res.exit_code == 0, res.output
     assert "high energy impact" in res.output and (out / "library.json").is_file()
     manifest = json.loads((out / "library.json").read_text())
@@ -39,8 +39,8 @@ def test_discover_offline_and_report(trace_dir, builtin, tmp_path):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "lib.run" / "report" / "fitness_high_energy_impact.png").stat().st_size > 1000
     # the same run directory again without --resume is refused with a clear message
-    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library", str(out),
-                              "--base-library", str(base), "--offline", "--budget", "8", "--seed", "1", "-q"])
+    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out", str(out),
+                              "--base-library", str(base), "--offline", "--samples", "8", "--seed", "1", "-q"])
     assert res.exit_code == 2 and "--resume" in res.output
 
 
@@ -48,10 +48,10 @@ def test_cli_errors_name_the_problem(trace_dir, tmp_path):
     runner = CliRunner()
     labels = tmp_path / "labels.toml"
     labels.write_text('[[label]]\nlabel = "x"\n')
-    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
+    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out",
                               str(tmp_path / "o"), "--offline"])
     assert res.exit_code == 2 and "label[0]" in res.output and "description" in res.output
-    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
+    res = runner.invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out",
                               str(tmp_path / "o")])
     assert res.exit_code == 2 and "--offline" in res.output
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from simpatterns.sandbox import reasons as R
-from simpatterns.evolve.database import DatabaseConfig, Program, ProgramsDatabase
+from simpatterns.evolve.database import DatabaseConfig, DetectorProgram, ProgramsDatabase
 
 
 def prog(fitness, sig=(0.1,), h=None, lines=10):
-    return Program(id=-1, source=f"# {fitness} {h}", fitness=fitness, signature=tuple(sig),
+    return DetectorProgram(id=-1, source=f"# {fitness} {h}", fitness=fitness, signature=tuple(sig),
                    events_hash=h or f"h{fitness}{sig}", lines=lines)
 
 

@@ -246,8 +246,8 @@ RESUME_CONFIG = "[evolve]\nbatch_size = 4\nworkers = 2\n[evolve.fitness]\nw_time
 
 def _cli(trace_dir, labels, config, base_dir, out, run_dir, url, extra=()):
     return [sys.executable, "-m", "simpatterns.cli", "discover", "--traces", str(trace_dir), "--labels", str(labels),
-            "--config", str(config), "--library", str(out), "--run-dir", str(run_dir), "--base-library",
-            str(base_dir), "--llm", "openai", "--base-url", url, "--budget", "8", "--seed", "6", "-q", *extra]
+            "--config", str(config), "--out", str(out), "--run-dir", str(run_dir), "--base-library",
+            str(base_dir), "--llm", "openai", "--base-url", url, "--samples", "8", "--seed", "6", "-q", *extra]
 
 
 def _in_process(trace_dir, labels, config, base_dir, out, run_dir, url, resume=False):

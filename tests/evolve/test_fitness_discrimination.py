@@ -151,7 +151,7 @@ def test_family_helpers(many_traces, annotated, builtin):
     late = D.shifted(correct, many_traces, 1)
     assert D.event_f1(late, correct, names, tol=0) < 0.05 and D.event_f1(late, correct, names, tol=1) > 0.95
     wrong = D.wrong_bodies(correct, many_traces, np.random.default_rng(0))
-    for evs, ref, t in zip(wrong, correct, many_traces):
+    for evs, ref in zip(wrong, correct):
         for (f, p), (g, q) in zip(evs, ref):
             assert f == g and p["object"] != q["object"] and p["surface"] != q["surface"]
     assert D.wrong_bodies(D.events_of(annotated, "global rest"), many_traces, np.random.default_rng(0)) is None
@@ -170,6 +170,6 @@ def test_fitness_kind_is_checked(trace_dir, tmp_path):
     assert FitnessConfig().resolved().theta == 3.0 and FitnessConfig(kind="paper").resolved().theta == 0.0
     labels = tmp_path / "labels.toml"
     labels.write_text('[[label]]\nlabel = "x"\ndescription = "y"\n')
-    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
+    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out",
                                    str(tmp_path / "o"), "--offline", "--fitness", "magic"])
     assert res.exit_code == 2 and "--fitness must be one of evidence, paper" in res.output

@@ -71,9 +71,9 @@ def test_hostile_discovery_job_leaves_nothing_behind(traces, small_library, tmp_
     try:
         with ScriptedLLMServer(replies=[Reply("```python\n" + src + "```") for src in sources]) as server:
             cmd = [sys.executable, "-m", "simpatterns.cli", "discover", "--traces", str(tdir), "--labels", str(labels),
-                   "--config", str(tmp_path / "evolve.toml"), "--library", str(tmp_path / "lib"), "--run-dir",
+                   "--config", str(tmp_path / "evolve.toml"), "--out", str(tmp_path / "lib"), "--run-dir",
                    str(run), "--base-library", str(base), "--llm", "openai", "--base-url", server.base_url,
-                   "--budget", str(len(sources)), "--batch", str(len(sources)), "--seed", "1", "-q"]
+                   "--samples", str(len(sources)), "--batch", str(len(sources)), "--seed", "1", "-q"]
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             servers: list[int] = []
             deadline = time.time() + 400

@@ -125,8 +125,8 @@ def test_the_last_line_names_the_budget_that_ended_the_run(extra, words, traces,
     labels.write_text('[[label]]\nlabel = "probe"\ndescription = "budget"\nparams = ["object"]\n')
     with ScriptedLLMServer(default=Reply(fenced(GOOD))) as server:
         cmd = [sys.executable, "-m", "simpatterns.cli", "discover", "--traces", str(tdir), "--labels", str(labels),
-               "--library", str(tmp_path / "lib"), "--base-library", str(base), "--llm", "openai", "--base-url",
-               server.base_url, "--budget", "8", "--batch", "2", "--seed", "1", "-q", *extra]
+               "--out", str(tmp_path / "lib"), "--base-library", str(base), "--llm", "openai", "--base-url",
+               server.base_url, "--samples", "8", "--batch", "2", "--seed", "1", "-q", *extra]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                               env=dict(os.environ, OPENAI_API_KEY="sk-x", COLUMNS="200"))
     assert done.returncode == 0, done.stderr[-2000:]

@@ -94,4 +94,4 @@ def test_resuming_the_finished_run_changes_nothing(tmp_path, snapshot):
     assert state.to_json() == json.loads((RUN / "snapshot.json").read_text())["state"]
     assert (run / "samples.jsonl").read_bytes() == before
     report = build_report(run)
-    assert [lab.label for lab in report.labels] == ["brief tap", "airborne"] and all(l.accepted for l in report.labels)
+    assert [lab.label for lab in report.labels] == ["brief tap", "airborne"] and all(lab.accepted for lab in report.labels)

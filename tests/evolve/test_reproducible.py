@@ -32,8 +32,8 @@ def test_discover_twice_with_the_same_seed_is_byte_identical(trace_dir, builtin,
     with scripted_server(builtin) as server:
         for hash_seed in ("1", "2"):
             cmd = [sys.executable, "-m", "simpatterns.cli", "discover", "--traces", str(trace_dir), "--labels",
-                   str(labels), "--library", str(lib), "--run-dir", str(run), "--base-library", str(base), "--llm",
-                   "openai", "--base-url", server.base_url, "--budget", "8", "--batch", "4", "--seed", "0", "-q"]
+                   str(labels), "--out", str(lib), "--run-dir", str(run), "--base-library", str(base), "--llm",
+                   "openai", "--base-url", server.base_url, "--samples", "8", "--batch", "4", "--seed", "0", "-q"]
             env = dict(os.environ, OPENAI_API_KEY="sk-scripted", PYTHONHASHSEED=hash_seed)
             load = None if hash_seed == "1" else subprocess.Popen([sys.executable, "-c", "while True: pass"])
             try:

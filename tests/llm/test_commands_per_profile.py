@@ -211,8 +211,8 @@ def test_discover(serve, tmp_path, trace_dir, discover_inputs, name):
     labels, base, answer = discover_inputs
     server = serve(profile=name, default=answer)
     log = tmp_path / "t.jsonl"
-    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--library",
-                                   str(tmp_path / "lib"), "--base-library", str(base), "--budget", "2", "--seed", "1",
+    res = CliRunner().invoke(app, ["discover", "--traces", str(trace_dir), "--labels", str(labels), "--out",
+                                   str(tmp_path / "lib"), "--base-library", str(base), "--samples", "2", "--seed", "1",
                                    "--record", str(log), "-q", *llm_flags(server)])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "lib" / "library.json").is_file()
@@ -254,7 +254,7 @@ def test_agent_eval_language_model_agent(serve, tmp_path, agent_menu, name):
     server = serve(profile=name, default=f"CHOICE: {solving}")
     run = tmp_path / "run"
     res = CliRunner().invoke(app, ["agent", "eval", "--out", str(run), "--tasks", AGENT_TASK, "--bins",
-                                   str(AGENT_BINS), "--seeds", "0", "--budget", "2", "--cache", str(cache),
+                                   str(AGENT_BINS), "--seeds", "0", "--attempts", "2", "--cache", str(cache),
                                    "--agents", "llm", "--choice-grammar", *llm_flags(server)])
     assert res.exit_code == 0, res.output
     check_exchange(server, transcript(run / "transcript.jsonl"), grammar=True)

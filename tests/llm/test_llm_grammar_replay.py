@@ -221,7 +221,7 @@ def test_model_choice_is_required_when_a_server_has_several(serve):
         assert client.model == "a"
     with make_client("openai", base_url="http://127.0.0.1:9/v1") as client:
         with pytest.raises(LLMConfigError, match="cannot list models"):
-            client.model
+            _ = client.model
 
 
 def test_request_validation_and_hashing():

@@ -190,7 +190,7 @@ def test_reward_compile_three_appendix_g_goals_and_replay_them(tmp_path):
     for key, goal in APPENDIX_G.items():
         args = ["reward", "compile", goal, "--scene", "00000:0", "-n", "1", "-k", "2", "--max-tokens", "200"]
         res = runner.invoke(app, args + ["--llm", SPEC, "--record", str(log), "--out", str(tmp_path / f"{key}.rwd"),
-                                         "--report", str(tmp_path / f"{key}.json")])
+                                         "--attempts-log", str(tmp_path / f"{key}.json")])
         assert res.exit_code == 0, res.output
         RewardProgram.load(tmp_path / f"{key}.rwd", PatternLibrary.builtin(), names)  # parses and checks
         report = json.loads((tmp_path / f"{key}.json").read_text())
@@ -198,7 +198,7 @@ def test_reward_compile_three_appendix_g_goals_and_replay_them(tmp_path):
         outputs[key] = res.output
         # the replay: same answers, same files, byte for byte, no model
         res2 = runner.invoke(app, args + ["--llm", f"replay:{log}", "--out", str(tmp_path / f"{key}.replay.rwd"),
-                                          "--report", str(tmp_path / f"{key}.replay.json")])
+                                          "--attempts-log", str(tmp_path / f"{key}.replay.json")])
         assert res2.exit_code == 0, res2.output
         assert (tmp_path / f"{key}.replay.rwd").read_bytes() == (tmp_path / f"{key}.rwd").read_bytes()
         assert (tmp_path / f"{key}.replay.json").read_bytes() == (tmp_path / f"{key}.json").read_bytes()
@@ -229,9 +229,9 @@ def test_discover_with_budget_4_completes_and_replays(tmp_path):
     log = tmp_path / "run.jsonl"
 
     def discover(lib: str, llm: str, *extra: str):
-        return CliRunner().invoke(app, ["discover", "--traces", str(traces), "--labels", str(labels), "--library",
+        return CliRunner().invoke(app, ["discover", "--traces", str(traces), "--labels", str(labels), "--out",
                                         str(tmp_path / lib), "--base-library", str(tmp_path / "base"), "--llm", llm,
-                                        "--budget", "4", "--seed", "1", "-q", *extra])
+                                        "--samples", "4", "--seed", "1", "-q", *extra])
 
     res = discover("lib", SPEC, "--record", str(log))
     assert res.exit_code == 0, res.output

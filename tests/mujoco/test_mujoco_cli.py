@@ -53,7 +53,7 @@ def test_dataset_then_annotate_with_the_3d_library(tmp_path):
 
 def test_rope_dataset_configs_and_knot(tmp_path):
     res = runner.invoke(app, ["mujoco", "rope-dataset", "--out", str(tmp_path / "r"), "--episodes", "2",
-                              "--actions", "3", "--crossings", "3"])
+                              "--actions-per-episode", "3", "--crossings", "3"])
     assert res.exit_code == 0, res.output
     row = json.loads((tmp_path / "r" / "index.jsonl").read_text().splitlines()[0])
     assert row["start_crossings"] == 3

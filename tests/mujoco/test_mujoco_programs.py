@@ -72,8 +72,8 @@ def test_3d_annotation_text(table_trace):
 
 def test_offline_discovery_on_rope_traces_accepts_a_pattern(rope_dataset, tmp_path):
     res = CliRunner().invoke(app, ["discover", "--traces", str(rope_dataset), "--labels",
-                                   str(ROOT / "examples" / "labels" / "rope.toml"), "--library", str(tmp_path / "lib"),
-                                   "--base-library", "builtin:3d", "--offline", "--budget", "12", "--seed", "0", "-q"])
+                                   str(ROOT / "examples" / "labels" / "rope.toml"), "--out", str(tmp_path / "lib"),
+                                   "--base-library", "builtin:3d", "--offline", "--samples", "12", "--seed", "0", "-q"])
     assert res.exit_code == 0, res.output
     accepted = int(re.search(r"\((\d+) accepted this run\)", res.output).group(1))
     assert accepted >= 1
@@ -94,8 +94,8 @@ def test_offline_discovery_on_the_table_scene_with_the_evidence_fitness(tmp_path
                                    "--speed", "0.8", "--out", str(traces)])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, ["discover", "--traces", str(traces), "--labels",
-                                   str(ROOT / "examples" / "labels" / "table.toml"), "--library", str(tmp_path / "lib"),
-                                   "--base-library", "builtin:3d", "--offline", "--budget", "24", "--seed", "0", "-q"])
+                                   str(ROOT / "examples" / "labels" / "table.toml"), "--out", str(tmp_path / "lib"),
+                                   "--base-library", "builtin:3d", "--offline", "--samples", "24", "--seed", "0", "-q"])
     assert res.exit_code == 0, res.output
     lib = PatternLibrary.load(tmp_path / "lib")
     assert "fell off" in lib.labels and lib.entry("fell off").fitness > 3  # theta: 3 sd above chance

@@ -97,7 +97,7 @@ def test_stride_frames_are_the_states_at_multiples_of_the_stride():
     m = load_model(BALL_ON_FLOOR)
     d = mujoco.MjData(m)
     xs = []
-    for k in range(60):
+    for _ in range(60):
         mujoco.mj_forward(m, d)
         xs.append(d.xipos[1:].copy())
         mujoco.mj_step(m, d)

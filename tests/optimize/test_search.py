@@ -71,7 +71,7 @@ def test_results_depend_on_seed_only_not_on_workers():
 
 def test_objective_pickles_without_its_compiled_program():
     obj = smooth_objective()
-    obj.reward_program  # compiled and cached in this process
+    _ = obj.reward_program  # compiled and cached in this process
     clone = pickle.loads(pickle.dumps(obj))
     assert clone._runtime is None
     a = [0.4, 0.7, 0.2]
@@ -169,23 +169,23 @@ def test_optimize_cli(tmp_path):
     goal = tmp_path / "goal.rwd"
     goal.write_text(TARGET + "\n")
     out = runner.invoke(app, ["optimize", "--template", "00000", "--variant", "0", "--goal", str(goal),
-                              "--budget", "12", "--seed", "3", "--json", str(tmp_path / "new" / "r.json"),
+                              "--rollouts", "12", "--seed", "3", "--out", str(tmp_path / "new" / "r.json"),
                               "--gif", str(tmp_path / "pics" / "best.gif"), "--keep-going"])
     assert out.exit_code == 0, out.output
     data = json.loads((tmp_path / "new" / "r.json").read_text())  # missing folders are created
     assert data["samples"] == 12 and len(data["curve"]) == 12 and data["reward"] == "score"
     assert (tmp_path / "pics" / "best.gif").stat().st_size > 0
     (tmp_path / "taken").write_text("")
-    bad = runner.invoke(app, ["optimize", "--template", "00000", "--budget", "2", "--json",
+    bad = runner.invoke(app, ["optimize", "--template", "00000", "--rollouts", "2", "--out",
                               str(tmp_path / "taken" / "r.json")])
     assert bad.exit_code == 2 and "error:" in bad.output and "taken" in bad.output
-    sparse = runner.invoke(app, ["optimize", "--template", "00000", "--budget", "3", "--method", "random"])
+    sparse = runner.invoke(app, ["optimize", "--template", "00000", "--rollouts", "3", "--method", "random"])
     assert sparse.exit_code == 0, sparse.output
-    bad = runner.invoke(app, ["optimize", "--template", "00000", "--sparse", "--budget", "3"])
+    bad = runner.invoke(app, ["optimize", "--template", "00000", "--sparse", "--rollouts", "3"])
     assert bad.exit_code == 2 and "--sparse needs --goal" in bad.output
     wrong = tmp_path / "wrong.rwd"
     wrong.write_text('NEARBY_AT("purple jar", x=1, y=1)')
-    bad = runner.invoke(app, ["optimize", "--scene", "buckets", "--goal", str(wrong), "--budget", "3"])
+    bad = runner.invoke(app, ["optimize", "--scene", "buckets", "--goal", str(wrong), "--rollouts", "3"])
     assert bad.exit_code == 1 and "purple jar" in bad.output
 
 

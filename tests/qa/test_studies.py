@@ -66,14 +66,14 @@ def test_study_cli(dataset, builtin, tmp_path):
     with ScriptedLLMServer(rules=marker_rules(qs[:8], builder, f"{MARKER}:")) as server:
         common = ["--llm", "openai", "--base-url", server.base_url]
         res = runner.invoke(app, ["qa", "library-curve", str(sub), "--out", str(tmp_path / "c"), "--sizes", "0,all",
-                                  "--trials", "1", *common])
+                                  "--subsets", "1", *common])
         assert res.exit_code == 0, res.output
         assert "library-size curve" in res.output and (tmp_path / "c" / "library_curve.png").is_file()
-        res = runner.invoke(app, ["qa", "importance", str(sub), "--out", str(tmp_path / "i"), "--labels",
+        res = runner.invoke(app, ["qa", "importance", str(sub), "--out", str(tmp_path / "i"), "--hold-out",
                                   "collision start,bounce", *common])
         assert res.exit_code == 0, res.output
         assert "+100.0" in res.output and (tmp_path / "i" / "importance.png").is_file()
-        res = runner.invoke(app, ["qa", "importance", str(sub), "--out", str(tmp_path / "j"), "--labels", "nope",
+        res = runner.invoke(app, ["qa", "importance", str(sub), "--out", str(tmp_path / "j"), "--hold-out", "nope",
                                   *common])
         assert res.exit_code == 2 and "not in the library: nope" in res.output
     res = runner.invoke(app, ["qa", "report", str(tmp_path / "c"), str(tmp_path / "i"), "--out", str(tmp_path / "r")])

@@ -32,7 +32,7 @@ def test_simulate_writes_trace_and_gif(tmp_path):
 
 def test_simulate_invalid_action_says_why(tmp_path):
     out = run("simulate", "--template", "0", "--variant", "1", "--action", "0.5,1.5,0.3")
-    assert out.returncode == 1
+    assert out.returncode == 2 and not out.stdout  # bad input: nothing was simulated
     # user text in square brackets is printed as it is, on one line on stderr
     assert "outside [0, 1]" in out.stderr and "nothing simulated" in out.stderr
     bad = run("simulate", "--template", "0", "--action", "0.5,0.3")

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from simpatterns.agents.folds import EVAL_SETUPS, get_fold as _get_fold
 from simpatterns.agents.metrics import MAX_TEST_ATTEMPTS, SimulationStatus, as_status, compute_metrics
 from simpatterns.agents.tasks import TIER
+from simpatterns.errors import SimpatternsError
 
 MAIN_EVAL_SETUPS: tuple[str, ...] = EVAL_SETUPS
 logger = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ def eval_setup_to_action_tier(eval_setup_name: str) -> str:
     raise ValueError(f"no action tier for eval setup {eval_setup_name!r}; setups here: {', '.join(EVAL_SETUPS)}")
 
 
-class AttemptLimitError(AssertionError):
+class AttemptLimitError(SimpatternsError, AssertionError):
     """More than MAX_TEST_ATTEMPTS valid attempts on one task (PHYRE raises AssertionError too)."""
 
 

@@ -32,6 +32,7 @@ import pymunk
 import pymunk.batch as pbatch
 from pymunk._chipmunk_cffi import ffi as _ffi, lib as _lib
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.simulators.phyre import geometry as geo
 from simpatterns.simulators.phyre.scene import ROLE_AGENT, BodySpec, Scene
 from simpatterns.trace import (
@@ -67,7 +68,7 @@ AGENT_NAME = "red ball"
 SIMULATOR_NAME = "phyre-pymunk"
 
 
-class InvalidAction(Exception):
+class InvalidAction(SimpatternsError):
     """An action PHYRE would reject; ``reason`` says why in one line."""
 
     def __init__(self, reason: str):
@@ -282,7 +283,8 @@ def simulate(
     return Rollout(trace)
 
 
-_BODY_FIELDS = pbatch.BodyFields.POSITION | pbatch.BodyFields.ANGLE | pbatch.BodyFields.VELOCITY | pbatch.BodyFields.ANGULAR_VELOCITY
+_BODY_FIELDS = (pbatch.BodyFields.POSITION | pbatch.BodyFields.ANGLE | pbatch.BodyFields.VELOCITY
+                | pbatch.BodyFields.ANGULAR_VELOCITY)
 _ARB_FIELDS = (
     pbatch.ArbiterFields.BODY_A_ID | pbatch.ArbiterFields.BODY_B_ID | pbatch.ArbiterFields.CONTACT_COUNT
     | pbatch.ArbiterFields.TOTAL_IMPULSE | pbatch.ArbiterFields.NORMAL | pbatch.ArbiterFields.POINT_A_1

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.simulators.phyre import geometry as geo
 from simpatterns.trace import Body
 
@@ -29,7 +30,7 @@ ROLE_WALL = "wall"
 WALL_NAMES = {"bottom": "ground", "left": "left wall", "top": "top wall", "right": "right wall"}
 
 
-class SkipVariant(Exception):
+class SkipVariant(SimpatternsError):
     """Raised by a template's build function for parameter sets it rejects
     (overlaps, bodies outside the scene), as PHYRE's templates do."""
 
