@@ -9,7 +9,7 @@ rejection counts and which budget ended the session.
 >>> from simpatterns.evolve.run import Overrides, discover
 >>> report = discover("runs/ds", "labels.toml", "runs/lib", overrides=Overrides(samples_per_label=8))  # doctest: +SKIP
 >>> [(r.label, r.accepted) for r in report.rows], report.stop_reason  # doctest: +SKIP
-([('high energy impact', True)], 'sample budget: every label ran its 8 samples (--budget)')
+([('high energy impact', True)], 'sample budget: every label ran its 8 samples (--samples)')
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.trace import Trace
 
 
-class RunReadError(ValueError):
+class RunReadError(SimpatternsError, ValueError):
     """A run folder cannot be read; the message names the file."""
 
 

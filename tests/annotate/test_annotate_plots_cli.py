@@ -34,7 +34,7 @@ def test_gif_size_option(tmp_path):
     assert res.exit_code == 0, res.output
     with Image.open(tmp_path / "s.gif") as img:
         assert img.size == (128, 128)
-    res = runner.invoke(app, ["annotate", str(tmp_path / "t.npz"), "--gif", "--gif-size", "96", "-q"])
+    res = runner.invoke(app, ["annotate", str(tmp_path / "t.npz"), "--captioned-gif", "--gif-size", "96", "-q"])
     assert res.exit_code == 0, res.output
     with Image.open(tmp_path / "t.annotated.gif") as img:
         assert img.size[0] == 96 and img.size[1] > 96  # the caption strip below

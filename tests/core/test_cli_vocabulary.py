@@ -36,6 +36,7 @@ UNITS: dict[str, str] = {  # number option -> the unit phrase its help names (ca
     "--fps": "per second",
     "--frame": "frame",
     "--heldout": "share",
+    "--gif-size": "pixels",
     "--image-size": "pixels",
     "--images": "frames",  # export (hf): frames rendered per trace
     "--jitter": "metres",
@@ -43,6 +44,7 @@ UNITS: dict[str, str] = {  # number option -> the unit phrase its help names (ca
     "--limit": "questions",
     "--margin": "accuracy gain",
     "--max-chars": "characters",
+    "--max-frames": "frames",
     "--max-images": "images",
     "--max-prompt-tokens": "tokens",
     "--max-requests": "requests",

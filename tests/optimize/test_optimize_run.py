@@ -25,7 +25,7 @@ def test_a_search_writes_its_outputs_and_a_second_call_replays_it(tmp_path):
     report = optimize_scene(template="00000", variant=0, settings=SETTINGS, outputs=outputs,
                             on_start=lambda r: headers.append(r.header(SETTINGS, None)),
                             progress=lambda done, total, best: seen.append((done, total)))
-    assert headers == ["random on scene 00000 variant 0: PHYRE task success (sparse 0/1), budget 6, seed 2"]
+    assert headers == ["random on scene 00000 variant 0: PHYRE task success (sparse 0/1)\n6 rollouts at most, seed 2"]
     assert report.reward == "task" and not report.interrupted and report.replayed == 0
     assert report.result is not None and report.result.samples == 6 and seen[-1] == (6, 6)
     assert [w for w, _ in report.written] == ["result", "best trace"]
@@ -40,7 +40,7 @@ def test_a_search_writes_its_outputs_and_a_second_call_replays_it(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"template": "00000", "settings": SearchSettings(method="hill")}, "--method must be anneal or random"),
-    ({"template": "00000", "settings": SearchSettings(budget=0)}, "--budget must be >= 1"),
+    ({"template": "00000", "settings": SearchSettings(budget=0)}, "--rollouts must be >= 1"),
     ({"template": "00000", "settings": SearchSettings(sparse=True)}, "--sparse needs --goal"),
     ({"scene": "buckets", "template": "00000"}, "give --scene or --template, not both"),
     ({"template": "00000", "variant": 10_000}, "has variants 0.."),

@@ -162,7 +162,7 @@ def test_agent_run_shows_the_attempts_on_the_traces_task(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"
     res = runner.invoke(app, ["agent", "eval", "--out", str(run), "--tasks", "00000:003", "--bins", "3",
-                              "--seeds", "0", "--budget", "4", "--agents", "random", "--cache", str(tmp_path / "c")])
+                              "--seeds", "0", "--attempts", "4", "--agents", "random", "--cache", str(tmp_path / "c")])
     assert res.exit_code == 0, res.output
     episodes = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
     res = runner.invoke(app, ["simulate", "-t", "0", "-v", "3", "-o", str(tmp_path / "t.npz")])

@@ -30,7 +30,7 @@ from inspect_ai.tool import Tool, ToolResult, tool
 
 from simpatterns.agents.episode import (
     Attempt,
-    Episode,
+    AgentEpisode,
     Proposal,
     TaskContext,
     run_episode,
@@ -78,7 +78,7 @@ class EpisodeThread:
 
     def __init__(self, context: TaskContext, options: FeedbackOptions, library: Any = None):
         self.agent = ToolAgent(options, library)
-        self.episode: Episode | None = None
+        self.episode: AgentEpisode | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(context,), daemon=True)
         self._thread.start()
@@ -108,7 +108,7 @@ class EpisodeThread:
             raise self.error
         return got
 
-    def finish(self) -> Episode:
+    def finish(self) -> AgentEpisode:
         """End the episode (the model stopped: it gave up) and return its record."""
         if not self.done:
             self.agent.inbox.put(None)
