@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -177,3 +178,27 @@ def read_parquet(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise DataError(f"{path}: field label must lie in [0, 1]")
     raw = (table.schema.metadata or {}).get(b"simpatterns", b"{}")
     return cols, json.loads(raw)
+
+
+def select_tasks(spec: str, per_template: int | None = None) -> list[str]:
+    """Task ids from a comma list of ``TTTTT:VVV`` and/or template ids (a template
+    stands for its first ``per_template`` variants, all when None); ``all``: every template."""
+    from simpatterns.simulators.phyre import TEMPLATES
+
+    out: list[str] = []
+    items = sorted(TEMPLATES) if spec.strip() == "all" else [s.strip() for s in spec.split(",") if s.strip()]
+    for item in items:
+        if ":" in item:
+            t, v = parse_task(item)
+            task_scene(f"{t}:{v}")
+            out.append(f"{t}:{v:03d}")
+            continue
+        try:
+            template = get_template(f"{int(item):05d}")
+        except (KeyError, ValueError):
+            raise DataError(f"task list: {item!r} is neither a template id nor TEMPLATE:VARIANT") from None
+        n = template.num_variants if per_template is None else min(per_template, template.num_variants)
+        out.extend(f"{int(item):05d}:{v:03d}" for v in range(n))
+    if not out:
+        raise DataError("task list: no tasks given")
+    return list(dict.fromkeys(out))

@@ -18,9 +18,10 @@ from __future__ import annotations
 import io
 import math
 import signal
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,7 +67,7 @@ class Examples:
 
     @classmethod
     def from_columns(cls, cols: dict[str, Any], resolution: int, images: dict[str, np.ndarray] | None = None
-                     ) -> "Examples":
+                     ) -> Examples:
         tasks = list(dict.fromkeys(cols["task"]))
         cache = images if images is not None else {}
         for t in tasks:
@@ -82,7 +83,7 @@ class Examples:
             tasks,
         )
 
-    def subset(self, rows: np.ndarray) -> "Examples":
+    def subset(self, rows: np.ndarray) -> Examples:
         idx = torch.from_numpy(np.asarray(rows, np.int64))
         return Examples(self.images, self.scene[idx], self.actions[idx], self.labels[idx], self.tasks)
 
@@ -94,7 +95,7 @@ def split_by_task(cols: dict[str, Any], val_fraction: float, seed: int = 0) -> t
     """Row indices (train, validation), whole tasks held out for validation."""
     tasks = sorted(set(cols["task"]))
     rng = np.random.default_rng(seed)
-    n_val = int(round(val_fraction * len(tasks))) if len(tasks) > 1 else 0
+    n_val = round(val_fraction * len(tasks)) if len(tasks) > 1 else 0
     val = set(rng.permutation(tasks)[:n_val].tolist())
     is_val = np.array([t in val for t in cols["task"]])
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)
@@ -176,7 +177,7 @@ class _StopFlag:
         self.hit = False
         self.old: dict[int, Any] = {}
 
-    def __enter__(self) -> "_StopFlag":
+    def __enter__(self) -> _StopFlag:  # noqa: PYI034 - used only in this module
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 self.old[sig] = signal.signal(sig, self._set)
