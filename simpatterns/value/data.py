@@ -11,6 +11,9 @@ The label of a rollout comes from a `Labeler`:
 * a Python function ``trace -> float`` given by ``module:function``
   (hand-written rewards, e.g. `simpatterns.value.handwritten`).
 
+Rollouts stop at PHYRE's success only for the ``"success"`` label; programs and
+functions see the whole episode.
+
 Columns: ``task`` (``TTTTT:VVV``), ``x``, ``y``, ``r`` (the action), ``label``
 (the training target, in [0, 1]), ``success`` (bool), ``score`` (dense, in
 [0, 1]) and ``clauses`` (list of per-clause scores, empty without a program).
@@ -117,7 +120,8 @@ def _label_task(item: tuple[str, list[list[float]], str]) -> list[dict[str, Any]
     scene = task_scene(tid)
     rows = []
     for a in actions:
-        tr = simulate(scene, a).trace
+        # a goal other than PHYRE's may be judged after PHYRE's success: run to the horizon
+        tr = simulate(scene, a, stop_on_success=spec == "success").trace
         lab, ok, sc, clauses = label(tr)
         rows.append({"task": tid, "x": a[0], "y": a[1], "r": a[2], "label": lab, "success": ok,
                      "score": sc, "clauses": clauses})

@@ -194,8 +194,11 @@ class _StopFlag:
 
 
 def train(train_ex: Examples, out: str | Path, config: TrainConfig = TrainConfig(), *,
-          val_ex: Examples | None = None, log: Callable[[str], None] = lambda s: None) -> TrainResult:
-    """Train (or resume, from ``OUT/checkpoint.pt`` of the same config) and write ``OUT/model.pt``."""
+          val_ex: Examples | None = None, log: Callable[[str], None] = lambda s: None,
+          on_log: Callable[[int, FiLMValueNet], None] | None = None) -> TrainResult:
+    """Train (or resume, from ``OUT/checkpoint.pt`` of the same config) and write ``OUT/model.pt``.
+    ``on_log(step, net)`` runs at each progress line (e.g. a held-out evaluation; it must
+    leave the network as it found it)."""
     if len(train_ex) == 0:
         raise ValueError("no training rows")
     out = Path(out)
@@ -249,6 +252,9 @@ def train(train_ex: Examples, out: str | Path, config: TrainConfig = TrainConfig
                     line += f"  val AUC {rec['val_auc']:.3f}"
                 history.append(rec)
                 log(line)
+                if on_log is not None:
+                    on_log(step, net)
+                    net.train()
             if step % config.checkpoint_every == 0:
                 save_checkpoint()
         save_checkpoint()
