@@ -30,7 +30,6 @@ top one is simulated and scored with the hand-written reward. Writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -39,16 +38,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from simpatterns.files import atomic_write_json  # noqa: E402
-from simpatterns.simulators.phyre import simulate  # noqa: E402
-from simpatterns.value.data import build_dataset, sample_valid_actions, task_scene  # noqa: E402
-from simpatterns.value.handwritten import HANDWRITTEN  # noqa: E402
-from simpatterns.value.model import NetConfig  # noqa: E402
-from simpatterns.value.scene import scene_image  # noqa: E402
-from simpatterns.value.train import Examples, TrainConfig, train  # noqa: E402
+from simpatterns.files import atomic_write_json
+from simpatterns.simulators.phyre import simulate
+from simpatterns.value.data import build_dataset, sample_valid_actions, task_scene
+from simpatterns.value.handwritten import HANDWRITTEN
+from simpatterns.value.model import NetConfig
+from simpatterns.value.scene import scene_image
+from simpatterns.value.train import Examples, TrainConfig, train
 
 GOALS = {
     "a01": "a01_touch_at_end_red_never_green.rwd",
@@ -77,7 +76,13 @@ def auccess(args: argparse.Namespace) -> None:
     from simpatterns.agents.folds import get_fold
     from simpatterns.agents.menu import MenuStore
     from simpatterns.agents.report import summarize
-    from simpatterns.agents.runner import EvalConfig, _per_template, evaluate, make_conditions, read_run
+    from simpatterns.agents.runner import (
+        EvalConfig,
+        _per_template,
+        evaluate,
+        make_conditions,
+        read_run,
+    )
 
     out = Path(args.out)
     config = EvalConfig(setup="ball_within_template", seeds=(0,), per_template=args.per_template,
@@ -114,7 +119,8 @@ def auccess(args: argparse.Namespace) -> None:
     train_s = time.perf_counter() - t1
     model = out / "model" / "model.pt"
     conds = make_conditions(["random", "memory", f"value:{model}"])
-    evaluate(out / "eval", config, conds, workers=args.workers, cache_dir=args.cache, log=print)
+    # inline: forked workers of a process that ran torch's OpenMP pool can hang; ranking is cheap
+    evaluate(out / "eval", config, conds, workers=1, cache_dir=args.cache, log=print)
     run, episodes = read_run(out / "eval")
     rows = {s.condition: s for s in summarize(run, episodes)}
     table = {name: {"auccess": 100 * s.auccess, "se": 100 * s.auccess_se, "tasks": s.tasks}
