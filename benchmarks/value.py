@@ -7,7 +7,8 @@
     python benchmarks/value.py auccess --per-template 4 --train-per-template 16 --actions 256 \\
         --train-minutes 30 --steps 100000 --resolution 64 --width 8 --out runs/value_full
 
-``auccess``: fold 0 of ``ball_within_template`` on our 25 templates. The
+``auccess``: fold 0 of ``ball_within_template`` (``--setup``: or
+``ball_cross_template``) on our 25 templates. The
 training rows are the full-scan menus of the training tasks (every valid cell
 of the ``--bins``³ grid, labelled by PHYRE's success, already simulated for the
 memory agent) plus ``--actions`` uniformly sampled valid actions per training
@@ -79,7 +80,7 @@ def measure_step(args: argparse.Namespace, ex: Examples) -> float:
 def auccess(args: argparse.Namespace) -> None:
     from simpatterns.agents.folds import get_fold
     from simpatterns.agents.menu import MenuStore
-    from simpatterns.agents.report import summarize
+    from simpatterns.agents.report import summarize, write_report
     from simpatterns.agents.runner import (
         EvalConfig,
         _per_template,
@@ -89,9 +90,9 @@ def auccess(args: argparse.Namespace) -> None:
     )
 
     out = Path(args.out)
-    config = EvalConfig(setup="ball_within_template", seeds=(0,), per_template=args.per_template,
+    config = EvalConfig(setup=args.setup, seeds=(0,), per_template=args.per_template,
                         train_per_template=args.train_per_template, bins=args.bins)
-    fold = get_fold("ball_within_template", 0)
+    fold = get_fold(args.setup, 0)
     train_ids = _per_template(fold.train_all, args.train_per_template)
     t0 = time.perf_counter()
     menus = MenuStore(args.cache, args.bins).get_many(train_ids, workers=args.workers, progress="train menus")
@@ -125,6 +126,7 @@ def auccess(args: argparse.Namespace) -> None:
     conds = make_conditions(["random", "memory", f"value:{model}"])
     # inline: forked workers of a process that ran torch's OpenMP pool can hang; ranking is cheap
     evaluate(out / "eval", config, conds, workers=1, cache_dir=args.cache, log=print)
+    write_report(out / "eval")  # report.md and the success-vs-attempts pictures, beside the other agents
     run, episodes = read_run(out / "eval")
     rows = {s.condition: s for s in summarize(run, episodes)}
     table = {name: {"auccess": 100 * s.auccess, "se": 100 * s.auccess_se, "tasks": s.tasks}
@@ -213,6 +215,7 @@ def _plot(results: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("part", choices=("auccess", "fig12"))
+    ap.add_argument("--setup", default="ball_within_template", help="auccess: the fold (or ball_cross_template)")
     ap.add_argument("--per-template", type=int, default=2, help="test tasks per template")
     ap.add_argument("--train-per-template", type=int, default=4)
     ap.add_argument("--actions", type=int, default=32, help="sampled actions per training task")
