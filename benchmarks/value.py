@@ -13,7 +13,8 @@ training rows are the full-scan menus of the training tasks (every valid cell
 of the ``--bins``³ grid, labelled by PHYRE's success, already simulated for the
 memory agent) plus ``--actions`` uniformly sampled valid actions per training
 task (`simpatterns.value.data`, through `parallel`). A FiLM network trains for
-``--steps`` or ``--train-minutes`` (whichever ends first), then the harness
+``--steps`` or ``--train-minutes`` (whichever ends first; the cosine schedule
+is set by ``--steps``), then the harness
 evaluates random, memory and ``value:MODEL`` on the same test tasks (AUCCESS
 by the harness's own code). Writes ``OUT/summary.json`` and the harness
 report.
@@ -48,7 +49,7 @@ from simpatterns.value.data import build_dataset, sample_valid_actions, task_sce
 from simpatterns.value.handwritten import HANDWRITTEN
 from simpatterns.value.model import NetConfig
 from simpatterns.value.scene import scene_image
-from simpatterns.value.train import Examples, TrainConfig, train
+from simpatterns.value.train import Examples, TrainConfig, save_model, train
 
 GOALS = {
     "a01": "a01_touch_at_end_red_never_green.rwd",
@@ -60,20 +61,6 @@ GOAL_TEMPLATES = ("00000", "00004", "00006", "00018", "00022", "00023")
 
 def _net(args: argparse.Namespace) -> NetConfig:
     return NetConfig(args.resolution, args.width, args.stages, args.fusion)
-
-
-def measure_step(args: argparse.Namespace, ex: Examples) -> float:
-    """Seconds per training step of this configuration: 7 steps minus 2 (set-up excluded)."""
-    import tempfile
-
-    took = []
-    for n in (2, 7):
-        with tempfile.TemporaryDirectory() as d:
-            t = time.perf_counter()
-            train(ex, d, TrainConfig(steps=n, batch=args.batch, checkpoint_every=1000, log_every=1000,
-                                     net=_net(args)))
-            took.append(time.perf_counter() - t)
-    return max(took[1] - took[0], 1e-3) / 5
 
 
 # ------------------------------------------------------------------ AUCCESS
@@ -113,15 +100,16 @@ def auccess(args: argparse.Namespace) -> None:
     print(f"{len(cols['task'])} training rows from {len(train_ids)} tasks, "
           f"{int(np.sum(cols['label']))} positive ({data_s:.0f} s)")
     ex = Examples.from_columns(cols, args.resolution)
-    step_s = measure_step(args, ex)
-    steps = args.steps
-    if args.train_minutes is not None:
-        steps = max(1, min(steps, int(args.train_minutes * 60 / step_s)))
-    print(f"{step_s:.2f} s/step at {args.resolution}px width {args.width}: training {steps} steps")
     t1 = time.perf_counter()
-    res = train(ex, out / "model", TrainConfig(steps=steps, batch=args.batch, lr=args.lr, checkpoint_every=200,
-                                                log_every=max(1, steps // 10), net=_net(args)), log=print)
+    limit = None if args.train_minutes is None else 60 * args.train_minutes
+    res = train(ex, out / "model", TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, checkpoint_every=200,
+                                                log_every=args.log_every, net=_net(args)), log=print,
+                time_limit_s=limit)
+    if res.stopped:  # the time limit: the weights reached are the model
+        save_model(out / "model" / "model.pt", res.net)
     train_s = time.perf_counter() - t1
+    step_s = train_s / max(res.step, 1)
+    print(f"{step_s:.2f} s/step at {args.resolution}px width {args.width}, {res.step} steps")
     model = out / "model" / "model.pt"
     conds = make_conditions(["random", "memory", f"value:{model}"])
     # inline: forked workers of a process that ran torch's OpenMP pool can hang; ranking is cheap
@@ -220,7 +208,8 @@ def main() -> None:
     ap.add_argument("--train-per-template", type=int, default=4)
     ap.add_argument("--actions", type=int, default=32, help="sampled actions per training task")
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--train-minutes", type=float, default=None)
+    ap.add_argument("--train-minutes", type=float, default=None, help="auccess: stop training after this long")
+    ap.add_argument("--log-every", type=int, default=100)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--resolution", type=int, default=32)

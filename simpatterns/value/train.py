@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import math
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -195,10 +196,12 @@ class _StopFlag:
 
 def train(train_ex: Examples, out: str | Path, config: TrainConfig = TrainConfig(), *,
           val_ex: Examples | None = None, log: Callable[[str], None] = lambda s: None,
-          on_log: Callable[[int, FiLMValueNet], None] | None = None) -> TrainResult:
+          on_log: Callable[[int, FiLMValueNet], None] | None = None,
+          time_limit_s: float | None = None) -> TrainResult:
     """Train (or resume, from ``OUT/checkpoint.pt`` of the same config) and write ``OUT/model.pt``.
     ``on_log(step, net)`` runs at each progress line (e.g. a held-out evaluation; it must
-    leave the network as it found it)."""
+    leave the network as it found it). ``time_limit_s`` stops like Ctrl-C once that much
+    wall time has passed (a checkpoint, ``stopped=True``, no ``model.pt``)."""
     if len(train_ex) == 0:
         raise ValueError("no training rows")
     out = Path(out)
@@ -229,9 +232,10 @@ def train(train_ex: Examples, out: str | Path, config: TrainConfig = TrainConfig
     net.train()
     feats_all = train_ex.images.float()
     stopped = False
+    end = None if time_limit_s is None else time.monotonic() + time_limit_s
     with _StopFlag() as flag:
         while step < config.steps:
-            if flag.hit:
+            if flag.hit or (end is not None and time.monotonic() > end):
                 stopped = True
                 break
             lr = config.lr * 0.5 * (1.0 + math.cos(math.pi * step / config.steps))
