@@ -248,3 +248,16 @@ def test_value_agent_tries_every_menu_choice_once_best_first(tmp_path):
     scores = res.net.rank_scores(img, torch.tensor([c.action for c in menu.choices], dtype=torch.float32)).numpy()
     by_id = {c.id: s for c, s in zip(menu.choices, scores)}
     assert all(by_id[a] >= by_id[b] for a, b in itertools.pairwise(tried))
+
+
+def test_handwritten_rewards_agree_with_the_shipped_programs_on_their_goals():
+    """A1 and A4 are written twice (DSL program, plain Python): same labels on the same rollouts."""
+    goals = ROOT / "simpatterns" / "examples" / "goals"
+    tasks = ["00000:000", "00018:000"]
+    for name, rwd in (("a01", "a01_touch_at_end_red_never_green.rwd"), ("a04", "a04_green_touches_both.rwd")):
+        hand = build_dataset(tasks, 24, f"simpatterns.value.handwritten:{name}", seed=5)
+        prog = build_dataset(tasks, 24, str(goals / rwd), seed=5)
+        assert np.array_equal(hand["x"], prog["x"])  # same sampled actions
+        assert np.array_equal(np.asarray(hand["success"]), np.asarray(prog["success"])), name
+        if name == "a04":  # these rollouts hold successes, so agreement is not all-zero
+            assert np.sum(prog["success"]) > 0
