@@ -3,7 +3,9 @@
 PHYRE's DQN protocol: score every candidate action of the task with the
 trained network, then try them from the best down. Named ``value:PATH`` in
 ``agent eval --agents`` (PATH: a ``model.pt`` from ``simpatterns value train``).
-Needs the ``value`` extra (torch).
+Needs the ``value`` extra (torch). Workers load the model themselves; a process that
+has already run torch should evaluate inline (``-j 1``): a forked worker of it can hang
+in torch's OpenMP pool.
 """
 
 from __future__ import annotations
