@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # module -> the top-level commands it 
     "simpatterns.envs.commands": ("env",),
     "simpatterns.optimize.commands": ("optimize",),
     "simpatterns.qa.commands": ("qa",),
+    "simpatterns.value.commands": ("value",),
     "simpatterns.agents.commands": ("agent",),
     "simpatterns.integrations.commands": ("export", "import"),
     "simpatterns.viewer.commands": ("view",),

@@ -58,6 +58,7 @@ EPISODES_FILE = "episodes.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 BASELINES = ("random", "memory", "oracle", "anneal", "anneal-continuous")
 AGENTS = BASELINES + ("llm",)
+VALUE_PREFIX = "value:"  # value:PATH, a trained value model (simpatterns.value)
 LLM_SAMPLING = ("temperature", "max_tokens", "sample_seed", "choice_grammar")  # llm options, not FeedbackOptions
 
 
@@ -84,6 +85,12 @@ def make_conditions(agents: Sequence[str], feedback: Sequence[str] = ("annotatio
     out: list[Condition] = []
     for a in agents:
         a = a.strip()
+        if a.startswith(VALUE_PREFIX):
+            model = Path(a[len(VALUE_PREFIX):]).expanduser()
+            if not model.is_file():
+                raise ValueError(f"agent {a!r}: no model file {model} (train one with `simpatterns value train`)")
+            out.append(Condition(a, "value", {"model": str(model.resolve())}))
+            continue
         if a not in AGENTS:
             raise ValueError(f"unknown agent {a!r}; agents are {', '.join(AGENTS)}")
         if a == "llm":
@@ -245,6 +252,10 @@ def build_agent(cond: Condition, memory: MemoryTable | None = None, test_templat
         return MemoryAgent(memory, test_templates=test_templates)
     if cond.agent == "anneal":
         return AnnealAgent(programs=cond.options.get("programs") or None, bins=cond.options.get("bins", -1))
+    if cond.agent == "value":
+        from simpatterns.agents.value_agent import ValueAgent
+
+        return ValueAgent(cond.options["model"])
     if cond.agent == "llm":
         from simpatterns.agents.llm_agent import LLMAgent
 
