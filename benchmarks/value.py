@@ -40,16 +40,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np
-import torch
+import numpy as np  # noqa: E402 (after the path insert: runs from a checkout)
+import torch  # noqa: E402
 
-from simpatterns.files import atomic_write_json
-from simpatterns.simulators.phyre import simulate
-from simpatterns.value.data import build_dataset, sample_valid_actions, task_scene
-from simpatterns.value.handwritten import HANDWRITTEN
-from simpatterns.value.model import NetConfig
-from simpatterns.value.scene import scene_image
-from simpatterns.value.train import Examples, TrainConfig, save_model, train
+from simpatterns.cli_support import ProgressBar  # noqa: E402
+from simpatterns.files import atomic_write_json  # noqa: E402
+from simpatterns.simulators.phyre import simulate  # noqa: E402
+from simpatterns.value.data import build_dataset, sample_valid_actions, task_scene  # noqa: E402
+from simpatterns.value.handwritten import HANDWRITTEN  # noqa: E402
+from simpatterns.value.model import NetConfig  # noqa: E402
+from simpatterns.value.scene import scene_image  # noqa: E402
+from simpatterns.value.train import Examples, TrainConfig, save_model, train  # noqa: E402
 
 GOALS = {
     "a01": "a01_touch_at_end_red_never_green.rwd",
@@ -92,8 +93,8 @@ def auccess(args: argparse.Namespace) -> None:
                 cols[name].append(v)
             cols["label"].append(float(m.status(k) == 1))
     if args.actions:
-        extra = build_dataset(train_ids, args.actions, "success", seed=1, workers=args.workers,
-                              progress="sampled actions")
+        with ProgressBar("sampled actions", len(train_ids)) as bar:
+            extra = build_dataset(train_ids, args.actions, "success", seed=1, workers=args.workers, progress=bar)
         for c in cols:
             cols[c].extend(extra[c])
     data_s = time.perf_counter() - t0
@@ -154,7 +155,8 @@ def fig12(args: argparse.Namespace) -> None:
                  "handwritten": f"simpatterns.value.handwritten:{goal}"}
         results[goal] = {}
         for kind, label in kinds.items():
-            cols = build_dataset(train_ids, args.actions, label, seed=0, workers=args.workers, progress=f"{goal} {kind}")
+            with ProgressBar(f"{goal} {kind}", len(train_ids)) as bar:
+                cols = build_dataset(train_ids, args.actions, label, seed=0, workers=args.workers, progress=bar)
             ex = Examples.from_columns(cols, args.resolution, images)
             curve: list[tuple[int, float]] = []
 

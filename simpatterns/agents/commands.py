@@ -132,7 +132,8 @@ def _shows_images(scene_view: str, feedback: list[str] | str) -> bool:
 def eval_cmd(
     out: Out,
     agents: str = typer.Option("random,memory,oracle,anneal", "--agents", "-a",
-                               help="Comma list of: random, memory, oracle, anneal, anneal-continuous, llm, value:PATH (a model from `simpatterns value train`)."),
+                               help="Comma list of: random, memory, oracle, anneal, anneal-continuous, llm, "
+                                    "value:PATH (a model from `simpatterns value train`)."),
     setup: Setup = "ball_within_template",
     seeds: Seeds = "0",
     tasks: Tasks = None,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from simpatterns.cli_support import fail, note, out
-from simpatterns.parallel import executor_options
+from simpatterns.cli_support import ProgressBar, executor_options, fail, note, out
+from simpatterns.parallel import Backend
 
 value_app = typer.Typer(help="Action-conditioned value models (paper §5.3): data, training, evaluation.",
                         no_args_is_help=True)
@@ -18,12 +18,13 @@ value_app = typer.Typer(help="Action-conditioned value models (paper §5.3): dat
 def build_data_cmd(
     output: Path = typer.Option(..., "--out", "-o", help="Parquet file to write"),
     tasks: str = typer.Option(..., "--tasks", help="comma list of TTTTT:VVV and/or template ids, or 'all'"),
-    per_template: int | None = typer.Option(None, "--per-template", help="variants per listed template"),
-    actions: int = typer.Option(64, "--actions", "-n", help="sampled valid actions per task"),
+    per_template: int | None = typer.Option(None, "--per-template", help="tasks (variants) per listed template"),
+    actions: int = typer.Option(64, "--action-count", "-n", help="sampled valid actions per task"),
     label: str = typer.Option("success", "--label",
                               help="'success' (PHYRE's), a .rwd program or its text, or module:function"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sampled actions"),
     workers: int = typer.Option(1, "--workers", "-j", help="simulating processes"),
+    backend: Backend | None = None,
 ) -> None:
     """Simulate sampled actions on tasks and store (task, action, label, clause scores) as Parquet."""
     from simpatterns.value.data import (
@@ -34,10 +35,11 @@ def build_data_cmd(
     )
 
     if actions < 1:
-        fail("--actions must be >= 1")
+        fail("--action-count must be >= 1")
     try:
         ids = select_tasks(tasks, per_template)
-        cols = build_dataset(ids, actions, label, seed=seed, workers=workers, progress="simulating")
+        with ProgressBar("simulating", len(ids)) as bar:
+            cols = build_dataset(ids, actions, label, seed=seed, workers=workers, backend=backend, progress=bar)
     except DataError as e:
         fail(str(e))
     write_parquet(output, cols, {"label": label, "seed": seed, "actions": actions})
@@ -49,17 +51,18 @@ def build_data_cmd(
 def train_cmd(
     data: Path = typer.Argument(..., help="Parquet dataset from build-data"),
     output: Path = typer.Option(..., "--out", "-o", help="folder for checkpoint.pt and model.pt"),
-    steps: int = typer.Option(1000, "--steps"),
-    batch: int = typer.Option(64, "--batch"),
-    lr: float = typer.Option(3e-4, "--lr"),
-    resolution: int = typer.Option(64, "--resolution", help="image side; divides 256"),
+    steps: int = typer.Option(1000, "--updates", help="gradient updates to train for"),
+    batch: int = typer.Option(64, "--batch", help="samples per gradient update (half positive)"),
+    lr: float = typer.Option(3e-4, "--lr", help="Adam's learning rate (cosine schedule)"),
+    resolution: int = typer.Option(64, "--resolution", help="image side in pixels; divides 256"),
     width: int = typer.Option(16, "--width", help="channels of the first stage"),
-    stages: int = typer.Option(4, "--stages"),
+    stages: int = typer.Option(4, "--stages", help="residual stages of the network"),
     fusion: str = typer.Option("last", "--fusion", help="first | last | all"),
-    val_fraction: float = typer.Option(0.2, "--val-fraction", help="tasks held out for the validation AUC"),
-    seed: int = typer.Option(0, "--seed"),
-    checkpoint_every: int = typer.Option(100, "--checkpoint-every"),
-    log_every: int = typer.Option(50, "--log-every"),
+    val_fraction: float = typer.Option(0.2, "--val-fraction",
+                                       help="fraction of the tasks held out for the validation AUC"),
+    seed: int = typer.Option(0, "--seed", help="seed of the weights, the split and the batches"),
+    checkpoint_every: int = typer.Option(100, "--checkpoint-every", help="updates between checkpoints"),
+    log_every: int = typer.Option(50, "--log-every", help="updates between progress lines"),
     threads: int | None = typer.Option(None, "--threads", help="torch CPU threads"),
 ) -> None:
     """Train (or resume) a FiLM value network; Ctrl-C stops with a checkpoint."""

@@ -31,14 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from simpatterns.errors import SimpatternsError
 from simpatterns.files import atomic_open
-from simpatterns.parallel import parallel_map
+from simpatterns.parallel import Backend, Progress, parallel_map
 from simpatterns.simulators.phyre import check_action, get_template, simulate
 
 COLUMNS = ("task", "x", "y", "r", "label", "success", "score", "clauses")
 
 
-class DataError(ValueError):
+class DataError(SimpatternsError, ValueError):
     """A dataset cannot be built or read; the message names the file or field."""
 
 
@@ -132,15 +133,17 @@ _labelers: dict[str, Callable] = {}  # compiled once per worker process
 
 
 def build_dataset(tasks: Sequence[str], actions: int, label: str = "success", *, seed: int = 0,
-                  workers: int = 1, progress: str | None = None) -> dict[str, Any]:
-    """Columns (see the module docstring) of ``actions`` rollouts per task, in task order."""
+                  workers: int = 1, backend: Backend | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Columns (see the module docstring) of ``actions`` rollouts per task, in task order, simulated
+    by ``workers`` processes on ``backend`` (None: this machine); ``progress`` advances per task."""
     Labeler(label).load()  # fail early, in this process, with one clear message
     items = []
     for k, tid in enumerate(tasks):
         rng = np.random.default_rng([seed, k])
         items.append((tid, sample_valid_actions(task_scene(tid), actions, rng).tolist(), label))
     by_task: dict[int, list[dict[str, Any]]] = {}
-    for i, rows in parallel_map(_label_task, items, workers=workers, progress=progress, chunksize=1):
+    for i, rows in parallel_map(_label_task, items, workers=workers, progress=progress, chunksize=1,
+                                 backend=backend):
         by_task[i] = rows
     rows = [r for i in range(len(items)) for r in by_task[i]]
     return {c: [r[c] for r in rows] for c in COLUMNS}

@@ -157,7 +157,7 @@ def _cli(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
 
 
 def _train_args(data: Path, out: Path, steps: int) -> list[str]:
-    return ["value", "train", str(data), "-o", str(out), "--steps", str(steps), "--batch", "16",
+    return ["value", "train", str(data), "-o", str(out), "--updates", str(steps), "--batch", "16",
             "--resolution", "32", "--width", "4", "--stages", "2", "--checkpoint-every", "1", "--log-every", "1",
             "--threads", "1", "--val-fraction", "0.34"]
 
@@ -214,7 +214,7 @@ def test_ctrl_c_stops_with_a_checkpoint(dataset, tmp_path):
 
 
 def test_cli_build_train_eval_end_to_end(tmp_path):
-    made = _cli("value", "build-data", "--tasks", "00000,00001", "--per-template", "1", "--actions", "8",
+    made = _cli("value", "build-data", "--tasks", "00000,00001", "--per-template", "1", "--action-count", "8",
                 "-o", "d.parquet", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert "16 rows, 2 tasks" in made.stdout
