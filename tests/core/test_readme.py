@@ -25,28 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LOCAL_SERVER = "http://localhost:8000/v1"
 
-# What a session presumes the reader already has, made before its first block.
-# Keyed by "PAGE:SESSION", PAGE relative to the repository root.
-SETUP = {
-    "docs/guide/annotate.md:sandbox": """
-        simpatterns dataset --templates 00000 --variants 20 --actions random:3 --out runs/ -q > /dev/null
-        simpatterns discover --traces runs --labels examples/labels/labels.toml --library runs/lib \
-            --offline --budget 32 --seed 0 -q > /dev/null
-    """,
-    "docs/guide/annotate.md:annotate": """
-        python -c 'from simpatterns.detectors import PatternLibrary; PatternLibrary.builtin().save("my_library/")'
-        sed -e 's/^PATTERN = .*/PATTERN = "wobble"/' \
-            "$(python -c 'import simpatterns.detectors.builtin as b, os; print(os.path.dirname(b.__file__))')/bounce.py" \
-            > wobble.py
-    """,
-    "docs/reference/dsl.md:using-the-dsl": """
-        simpatterns optimize --scene buckets --goal examples/goals/bucket_second.rwd --trace bucket2.npz > /dev/null
-    """,
-    "docs/guide/environments.md:envs": """
-        echo 'AND(TOUCHING("green ball", "blue ball", t=1.0))' > goal.rwd
-    """,
-}
-
 # Scripted answers for the sessions that call a model and whose page shows no script
 # (a ``<!-- readme-test: NAME server -->`` JSON block); simpatterns.llm.testing's format.
 SERVERS = {
@@ -118,10 +96,6 @@ def test_block_runs_as_written(key, tmp_path):
     work = tmp_path / "fresh"
     work.mkdir()
     subprocess.run(["simpatterns", "examples"], cwd=work, env=env, check=True, capture_output=True, timeout=120)
-    if key in SETUP:
-        res = subprocess.run(["bash", "-eu", "-c", SETUP[key]], cwd=work, env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert res.returncode == 0, f"setup of {name}:\n{res.stderr[-3000:]}"
     script = session_script(SESSIONS[key])
     server = None
     shown = [b.body for b in SESSIONS[key] if b.is_server_script]
