@@ -11,12 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_cli_reference_page_is_current():
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "cli_reference.py"), "--check"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stderr
 
 
 def test_the_cli_reference_names_every_command():
-    from simpatterns.cli import COMMANDS, BUILTIN_COMMANDS
+    from simpatterns.cli import BUILTIN_COMMANDS, COMMANDS
 
     page = (ROOT / "docs" / "reference" / "cli.md").read_text()
     for name in [*BUILTIN_COMMANDS, *(n for names in COMMANDS.values() for n in names)]:
