@@ -11,7 +11,6 @@ scripted server, and ``http://localhost:8000/v1`` in their blocks is its address
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
@@ -24,15 +23,6 @@ from readme_support import Block, blocks, dangling_markers, session_script
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LOCAL_SERVER = "http://localhost:8000/v1"
-
-# Scripted answers for the sessions that call a model and whose page shows no script
-# (a ``<!-- readme-test: NAME server -->`` JSON block); simpatterns.llm.testing's format.
-SERVERS = {
-    "docs/guide/goals-in-words.md:llm-python": {"default": "Hello."},
-    "docs/guide/discover.md:discover": {"default": "OK"},
-    "docs/guide/qa.md:qa-python": {"default": "ANSWER: yes"},
-}
-
 
 def all_blocks() -> list[Block]:
     return [b for path in DOCUMENTS for b in blocks(path)]
@@ -98,10 +88,10 @@ def test_block_runs_as_written(key, tmp_path):
     script = session_script(SESSIONS[key])
     server = None
     shown = [b.body for b in SESSIONS[key] if b.is_server_script]
-    if key in SERVERS or shown:
+    if shown:
         from simpatterns.llm.testing import ScriptedLLMServer
 
-        (tmp_path / "script.json").write_text(shown[0] if shown else json.dumps(SERVERS[key]))
+        (tmp_path / "script.json").write_text(shown[0])
         server = ScriptedLLMServer.from_script(tmp_path / "script.json").start()
         script = script.replace(LOCAL_SERVER, server.base_url)
         env["SIMPATTERNS_LLM_BASE_URL"] = server.base_url
