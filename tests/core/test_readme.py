@@ -51,6 +51,11 @@ def test_every_code_block_is_run_or_says_why_not():
     assert not dangling, f"readme-test markers not directly before a fence: {dangling}"
 
 
+def test_the_readme_is_a_front_page():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines: put the rest in a docs/ page and link it"
+
+
 def test_the_readme_walks_the_first_five_minutes():
     commands = " ".join(b.body for b in SESSIONS["README.md:five-minutes"])
     for step in ("simulate", "annotate", "reward eval", "optimize", "qa generate"):
