@@ -3,7 +3,7 @@
 
     python benchmarks/agents_within_template.py                       # fold 0, 4 test tasks per template
     python benchmarks/agents_within_template.py --seeds 0-9 --per-template 20   # the whole protocol (hours here)
-    python benchmarks/agents_within_template.py --docs                # also copy the figure into docs/readme
+    python benchmarks/agents_within_template.py --docs                # also copy the figure into docs/guide
 
 For each fold seed: the test tasks of ``ball_within_template`` (the first
 ``--per-template`` of each template, in id order), menus of the ``--bins``³
@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument("--continuous", action="store_true", help="also anneal in the continuous action cube")
     ap.add_argument("--out", default=str(ROOT / "runs" / "agents_within_template"))
     ap.add_argument("--cache", default=None, help="menu cache (default ~/.cache/simpatterns/menus)")
-    ap.add_argument("--docs", action="store_true", help="copy the ellipse figure to docs/readme")
+    ap.add_argument("--docs", action="store_true", help="copy the ellipse figure to docs/guide")
     args = ap.parse_args()
 
     config = EvalConfig(setup="ball_within_template", seeds=tuple(parse_seeds(args.seeds)),
@@ -64,7 +64,7 @@ def main() -> None:
           f"load average {load0[0]:.1f} at start, {os.getloadavg()[0]:.1f} at the end (shared machine)")
     print(f"report -> {Path(args.out) / 'report.md'}")
     if args.docs:
-        dest = ROOT / "docs" / "readme" / "agents_success_vs_attempts.png"
+        dest = ROOT / "docs" / "guide" / "agents_success_vs_attempts.png"
         shutil.copyfile(Path(args.out) / "success_vs_attempts.png", dest)
         print(f"figure -> {dest}")
 

@@ -22,7 +22,7 @@ ends with the green ball less than 12 px from the target bucket's centre
 Templates part: a sample of PHYRE templates (shipped variants), goal = the
 task's own success; ``dense`` anneals `task_program_text` (PHYRE's success as
 TOUCHING(goal pair, hold=0.18), graded by the pair's closest outline approach and
-how long it touched; the runs in docs/anneal_dense_vs_sparse.md predate it: they
+how long it touched; the runs in docs/design/anneal_dense_vs_sparse.md predate it: they
 annealed the closest approach of bounding circles + touching at the end),
 ``sparse`` anneals PHYRE's success.
 
@@ -356,9 +356,9 @@ def report(runs: dict[str, dict], args, arms: list[str], templates: list[str], s
     png = out / "anneal_dense_vs_sparse.png"
     plot(r, arms, budgets, goals, png, templates and rt, templates and tb)
     if docs:
-        atomic_write(ROOT / "docs" / "anneal_dense_vs_sparse.md",
+        atomic_write(ROOT / "docs" / "design" / "anneal_dense_vs_sparse.md",
                       text + "\n![success rate vs budget](anneal_dense_vs_sparse.png)\n")
-        atomic_write(ROOT / "docs" / "anneal_dense_vs_sparse.png", png.read_bytes())
+        atomic_write(ROOT / "docs" / "design" / "anneal_dense_vs_sparse.png", png.read_bytes())
     return text
 
 
@@ -483,7 +483,7 @@ def main() -> None:
     p.add_argument("--template-budgets", default=",".join(map(str, TEMPLATE_BUDGETS)))
     p.add_argument("--verify-settle", type=int, default=30, help="random actions per scene for the settle check")
     p.add_argument("--report-only", action="store_true")
-    p.add_argument("--docs", action="store_true", help="also write docs/anneal_dense_vs_sparse.{md,png}")
+    p.add_argument("--docs", action="store_true", help="also write docs/design/anneal_dense_vs_sparse.{md,png}")
     args = p.parse_args()
 
     out = Path(args.out)

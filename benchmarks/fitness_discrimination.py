@@ -10,7 +10,7 @@ random times, shifted, wrong bodies, mis-tuned by the offline proposer's
 threshold operator, copies of library patterns) with base libraries of three
 sizes (raw events only, half, all but the pattern and its dependents); see
 `simpatterns.evolve.discrimination`. Prints, per fitness kind, the markdown
-table of docs/evolve.md: AUC per family and size (worst pattern's AUC in
+table of docs/design/evolve.md: AUC per family and size (worst pattern's AUC in
 brackets), the correct detector's median rank, and acceptance rates at the
 kind's default theta. ``--cache DIR`` keeps the simulated traces, their
 annotations and the wrong detectors between runs (never commit it).

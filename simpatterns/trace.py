@@ -56,7 +56,7 @@ On disk (`Trace.save`): one compressed ``.npz`` holding the arrays and a JSON
 ``header`` with the format name and version. Version 2 added the optional
 ``quaternion`` array and 3D traces; version-1 files (2D only) still load.
 Loading checks the arrays and every header field (bodies, events, meta: the
-schema is `simpatterns.trace_header`, docs/trace.md) and saving checks the
+schema is `simpatterns.trace_header`, docs/reference/trace-format.md) and saving checks the
 same, so what ``save`` writes loads.
 """
 

@@ -11,7 +11,7 @@
   mechanism, scored by AUCCESS);
 - `simpatterns.agents.phyre_compat`: PHYRE's own entry points on our simulator.
 
-See the README section "Agents on PHYRE tasks".
+See docs/guide/agents.md.
 """
 
 from simpatterns.agents.baselines import AnnealAgent, MemoryAgent, MemoryTable, OracleAgent, RandomAgent, train_memory

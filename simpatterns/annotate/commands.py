@@ -37,7 +37,7 @@ def annotate_cmd(
     unsafe_sandbox: bool = typer.Option(
         False, "--unsafe-sandbox",
         help="run untrusted detectors even where this machine cannot give the sandbox its stated minimum "
-             "(namespaces and seccomp; see docs/sandbox.md)"),
+             "(namespaces and seccomp; see docs/design/sandbox.md)"),
     backend: Backend = LOCAL,
 ) -> None:
     """Annotate traces with a pattern library; write <name>.annotation.jsonl per trace (as each is done)."""

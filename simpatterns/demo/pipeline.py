@@ -428,5 +428,5 @@ def _readme(seconds: float, seed: int, budget: int, d: DatasetDone, a: Annotatio
         md += [f"Over {c.trials} more seeds at budget {budget}: dense program reward "
                f"**{c.dense}/{c.trials}**, sparse reward **{c.sparse}/{c.trials}**. "
                "`benchmarks/anneal_dense_vs_sparse.py` runs the full experiment "
-               "(docs/anneal_dense_vs_sparse.md).", ""]
+               "(docs/design/anneal_dense_vs_sparse.md).", ""]
     return "\n".join(md)

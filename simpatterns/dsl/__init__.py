@@ -6,7 +6,7 @@
     )
 
 that give a boolean success and a dense reward in [0, 1] on an annotated
-trace. ``docs/dsl.md`` is the language reference; `reference_text` is the
+trace. ``docs/reference/dsl.md`` is the language reference; `reference_text` is the
 same reference generated from the code, for LLM prompts.
 """
 

@@ -3,7 +3,7 @@
 an LLM is prompted with always describes the code that runs.
 
 ``python -m simpatterns.dsl`` prints it; ``--predicates`` prints only the
-per-predicate section (the one ``docs/dsl.md`` embeds).
+per-predicate section (the one ``docs/reference/dsl.md`` embeds).
 """
 
 from __future__ import annotations

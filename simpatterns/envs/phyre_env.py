@@ -5,7 +5,7 @@ returns the initial scene; ``step(action)`` places the red ball, simulates
 the whole rollout and ends the episode (``terminated=True``, never
 ``truncated``). Registered as ``simpatterns/PhyreOneBall-v0`` (PHYRE's
 conventions) and ``-v1`` (actions in [-1, 1], channel-first images); see
-``docs/readme/envs.md`` for the user guide.
+``docs/guide/environments.md`` for the user guide.
 """
 
 from __future__ import annotations

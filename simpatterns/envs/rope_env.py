@@ -4,7 +4,7 @@ Registered as ``simpatterns/KnotRope-v0`` (``max_episode_steps=50``, as in
 KnotGym). Each episode draws a start and a goal configuration of the task
 from the shipped split; every step applies one KnotGym action (a point
 snapped to the nearest bead, a force held for the frame skip) and the knot
-oracle reads the rope's Gauss code. See ``docs/readme/mujoco.md`` for the
+oracle reads the rope's Gauss code. See ``docs/guide/mujoco.md`` for the
 user guide and the comparison with KnotGym.
 """
 

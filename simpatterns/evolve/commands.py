@@ -96,7 +96,7 @@ def discover_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     unsafe_sandbox: Annotated[bool, typer.Option(
         "--unsafe-sandbox", help="Run LLM-written candidates even where this machine cannot give the sandbox its "
-        "stated minimum (namespaces and seccomp; see docs/sandbox.md).")] = False,
+        "stated minimum (namespaces and seccomp; see docs/design/sandbox.md).")] = False,
     backend: Backend = LOCAL,
 ) -> None:
     """Discover detectors for the labels in a labels file (evolve, score, accept) and write a library."""

@@ -1,6 +1,6 @@
 """The evidence fitness: how far above chance a candidate's events sit in the traces.
 
-Why not the paper's correlation alone: see ``docs/evolve.md`` (issue 19). This
+Why not the paper's correlation alone: see ``docs/design/evolve.md`` (issue 19). This
 module compares like with like — per body and aligned in time — and measures
 every quantity against chance, in standard deviations, so that one number
 means the same for every label, library and data set.
@@ -48,7 +48,7 @@ acceptance are in `simpatterns.evolve.fitness`.
 Cost: the per-(trace, body, frame) features and the library's regression are
 computed once per (traces, library); a candidate costs one pass over its
 events plus ``O(n log m)`` lookups, elementwise numpy only (a multi-threaded
-BLAS makes tiny products very slow on a loaded machine, see docs/evolve.md).
+BLAS makes tiny products very slow on a loaded machine, see docs/design/evolve.md).
 """
 
 from __future__ import annotations

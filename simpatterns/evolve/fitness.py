@@ -6,7 +6,7 @@
   paper's length and time penalties. Baseline 0 (chance); acceptance
   ``fitness > theta`` means the same for every label, library and data set.
   The discrimination benchmark (`simpatterns.evolve.discrimination`,
-  ``benchmarks/fitness_discrimination.py``) chose it; see ``docs/evolve.md``.
+  ``benchmarks/fitness_discrimination.py``) chose it; see ``docs/design/evolve.md``.
 - ``"paper"``: Algorithm 2 and Appendix F as published, below.
 
 Paper fitness::
@@ -94,7 +94,7 @@ class FitnessConfig:
       is unused. ``theta = 3``: accept a detector three standard deviations
       above chance after penalties — the benchmark's correct built-ins clear
       it at every library size while random, random-time, wrong-body and
-      copied detectors do not (docs/evolve.md).
+      copied detectors do not (docs/design/evolve.md).
     - paper: the paper (Appendix F) fixes the shapes — the length penalty is
       logarithmic with lines capped at 1000 and a maximum of about 1.5; the
       time penalty is 0 up to the library's mean annotation time and reaches 1

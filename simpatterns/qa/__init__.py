@@ -1,6 +1,6 @@
 """The Q&A benchmark (paper §4.1, §4.2, §4.4, Appendix C): templates with deterministic answers,
 data sets of PHYRE rollouts, conditions, a resumable runner on the LLM layer, scoring with baselines,
-reports, library studies and self-discovery with Q&A retention. See docs/qa.md."""
+reports, library studies and self-discovery with Q&A retention. See docs/reference/qa.md."""
 
 from simpatterns.qa.context import CONDITIONS, ContextBuilder, ContextOptions
 from simpatterns.qa.facts import TraceFacts

@@ -15,7 +15,7 @@ runner-up are too close to call are not asked; "none" is an answer only
 where the template says "(if any)" or the event may never happen.
 Prediction questions cut where the answer is not decided yet (the event is
 not in progress at the cut) and leave at least ``min_future_s`` to come.
-docs/qa.md lists every rule.
+docs/reference/qa.md lists every rule.
 """
 
 from __future__ import annotations

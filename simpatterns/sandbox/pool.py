@@ -295,7 +295,7 @@ class Sandbox:
         self._free: queue.Queue[SandboxWorker] = queue.Queue()
         self._lock = threading.Lock()
         # one result decoded at a time: JSON becomes ~14 times its size in Python objects, so
-        # the parent's memory grows by at most one decode, not one per worker (docs/sandbox.md)
+        # the parent's memory grows by at most one decode, not one per worker (docs/design/sandbox.md)
         self._decode_lock = threading.Lock()
         self._frames = [t.num_frames for t in self.traces]
         self._names = [set(t.names) for t in self.traces]
@@ -339,7 +339,7 @@ class Sandbox:
         if not prot.meets_minimum and not self.unsafe:
             raise SandboxRefused(
                 f"this machine cannot confine untrusted code (missing: {', '.join(prot.missing())}"
-                f"{'; ' + prot.detail if prot.detail else ''}); see docs/sandbox.md, or pass --unsafe-sandbox "
+                f"{'; ' + prot.detail if prot.detail else ''}); see docs/design/sandbox.md, or pass --unsafe-sandbox "
                 f"to run it anyway")
 
     def _boot(self, w: SandboxWorker) -> None:

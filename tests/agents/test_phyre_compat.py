@@ -18,7 +18,7 @@ from simpatterns.agents.tasks import Task
 from simpatterns.simulators.phyre import check_action, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs" / "readme" / "agents.md"
+DOCS = ROOT / "docs" / "guide" / "agents.md"
 # made by PHYRE 0.2.2 itself: scripts/phyre_actions_reference.py (its docstring says how)
 REFERENCE = np.load(ROOT / "tests" / "data" / "phyre_actions" / "ball.npz")
 TUTORIAL = ROOT / "tests" / "data" / "phyre_scripts" / "intro_tutorial.py"
@@ -248,7 +248,7 @@ def test_vis_pictures_and_gif(tmp_path):
         assert gif.size == (6, 4) and gif.n_frames == 1 and gif.info["duration"] == 300
 
 
-# PHYRE 0.2.2's top-level names (dir(phyre)) that are not offered here; docs/readme/agents.md lists them
+# PHYRE 0.2.2's top-level names (dir(phyre)) that are not offered here; docs/guide/agents.md lists them
 NOT_OFFERED = {"Tuple", "compute_solution_power", "creator", "eval_task_complexity", "interface", "loader", "settings",
                "simulator", "simulator_bindings", "util"}
 PHYRE_NAMES = {

@@ -44,7 +44,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.path.name}:{self.line}"
+        return f"{self.path.parent.name}/{self.path.name}:{self.line}"
 
     @property
     def is_code(self) -> bool:

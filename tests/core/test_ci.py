@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ci_runs_the_readme_test_command():
-    quick = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    quick = (ROOT / "README.md").read_text().split("## Tests", 1)[1].split("\n## ", 1)[0]
     [command] = [b.strip() for b in re.findall(r"```bash\n(.*?)```", quick, re.S) if "pytest" in b]
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert command in lines

@@ -1,17 +1,16 @@
 """The README and the docs run as written.
 
 Every shell block, Python snippet and ``$ command`` transcript in README.md and
-docs/*.md is either run here or marked skipped with its reason (the marker
-syntax is in ``readme_support``). A session runs in a fresh folder after
-``simpatterns examples``, with ``simpatterns`` on the PATH; printed output the
-README shows is compared. Sessions that talk to a model get the project's
+docs/**/*.md is either run here or marked skipped with its reason (the marker
+syntax is in ``readme_support``). A session runs in an empty folder with only what its
+earlier blocks made (no hidden setup: even ``simpatterns examples`` is a block
+on the page), with ``simpatterns`` on the PATH; printed output the page shows
+is compared. Sessions that talk to a model get the project's
 scripted server, and ``http://localhost:8000/v1`` in their blocks is its address.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import stat
 import subprocess
@@ -19,42 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from readme_support import Block, blocks, dangling_markers, session_script
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LOCAL_SERVER = "http://localhost:8000/v1"
-
-# What a session presumes the reader already has, made before its first block.
-SETUP = {
-    "sandbox": """
-        simpatterns dataset --templates 00000 --variants 20 --actions random:3 --out runs/ -q > /dev/null
-        simpatterns discover --traces runs --labels examples/labels/labels.toml --library runs/lib \
-            --offline --budget 32 --seed 0 -q > /dev/null
-    """,
-    "annotate": """
-        python -c 'from simpatterns.detectors import PatternLibrary; PatternLibrary.builtin().save("my_library/")'
-        sed -e 's/^PATTERN = .*/PATTERN = "wobble"/' \
-            "$(python -c 'import simpatterns.detectors.builtin as b, os; print(os.path.dirname(b.__file__))')/bounce.py" \
-            > wobble.py
-    """,
-    "using-the-dsl": """
-        simpatterns optimize --scene buckets --goal examples/goals/bucket_second.rwd --trace bucket2.npz > /dev/null
-    """,
-    "envs": """
-        echo 'AND(TOUCHING("green ball", "blue ball", t=1.0))' > goal.rwd
-    """,
-}
-
-# Scripted answers for the sessions that call a model and whose page shows no script
-# (a ``<!-- readme-test: NAME server -->`` JSON block); simpatterns.llm.testing's format.
-SERVERS = {
-    "llm-python": {"default": "Hello."},
-    "discover": {"default": "OK"},
-    "qa-python": {"default": "ANSWER: yes"},
-}
-
 
 def all_blocks() -> list[Block]:
     return [b for path in DOCUMENTS for b in blocks(path)]
@@ -64,7 +32,7 @@ def sessions() -> dict[str, list[Block]]:
     found: dict[str, list[Block]] = {}
     for block in all_blocks():
         if block.session is not None:
-            found.setdefault(f"{block.path.name}:{block.session}", []).append(block)
+            found.setdefault(f"{block.path.relative_to(ROOT).as_posix()}:{block.session}", []).append(block)
     return found
 
 
@@ -83,18 +51,22 @@ def test_every_code_block_is_run_or_says_why_not():
     assert not dangling, f"readme-test markers not directly before a fence: {dangling}"
 
 
-def test_the_readme_sessions_cover_the_first_hour():
-    names = {key.split(":", 1)[1] for key in SESSIONS if key.startswith("README.md:")}
-    assert {"simulate", "simulate-python", "annotate", "reward-check", "reward-eval", "envs", "optimize",
-            "discover", "mujoco"} <= names
+def test_the_readme_is_a_front_page():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines: put the rest in a docs/ page and link it"
 
 
-def test_the_readme_is_assembled_from_its_pages():
-    spec = importlib.util.spec_from_file_location("assemble_readme", ROOT / "scripts" / "assemble_readme.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.assembled(ROOT) == (ROOT / "README.md").read_text(), \
-        "README.md is stale: run python scripts/assemble_readme.py after editing docs/readme/"
+def test_the_readme_walks_the_first_five_minutes():
+    commands = " ".join(b.body for b in SESSIONS["README.md:five-minutes"])
+    for step in ("simulate", "annotate", "reward eval", "optimize", "qa generate"):
+        assert f"simpatterns {step}" in commands, f"the README's five-minute path lost `simpatterns {step}`"
+
+
+def test_every_page_is_in_the_site():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    missing = [p.relative_to(ROOT / "docs").as_posix() for p in DOCUMENTS[1:]
+               if p.relative_to(ROOT / "docs").as_posix() not in nav]
+    assert not missing, f"docs pages missing from mkdocs.yml's nav: {missing}"
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
@@ -118,18 +90,13 @@ def test_block_runs_as_written(key, tmp_path):
     env = _environment(tmp_path)
     work = tmp_path / "fresh"
     work.mkdir()
-    subprocess.run(["simpatterns", "examples"], cwd=work, env=env, check=True, capture_output=True, timeout=120)
-    if name in SETUP:
-        res = subprocess.run(["bash", "-eu", "-c", SETUP[name]], cwd=work, env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert res.returncode == 0, f"setup of {name}:\n{res.stderr[-3000:]}"
     script = session_script(SESSIONS[key])
     server = None
     shown = [b.body for b in SESSIONS[key] if b.is_server_script]
-    if name in SERVERS or shown:
+    if shown:
         from simpatterns.llm.testing import ScriptedLLMServer
 
-        (tmp_path / "script.json").write_text(shown[0] if shown else json.dumps(SERVERS[name]))
+        (tmp_path / "script.json").write_text(shown[0])
         server = ScriptedLLMServer.from_script(tmp_path / "script.json").start()
         script = script.replace(LOCAL_SERVER, server.base_url)
         env["SIMPATTERNS_LLM_BASE_URL"] = server.base_url
@@ -137,7 +104,7 @@ def test_block_runs_as_written(key, tmp_path):
         path = work / f"readme_{name}.py"
         path.write_text(script)
         res = subprocess.run([sys.executable, str(path)], cwd=work, env=env, capture_output=True, text=True,
-                             timeout=600)
+                             timeout=600, check=False)
     finally:
         if server is not None:
             server.stop()

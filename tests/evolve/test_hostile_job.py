@@ -3,7 +3,7 @@ LLM server, with the AST gate switched off: only the kernel stands.
 
 After the job: no new SysV IPC objects, no process left with the job's uids, nothing new under
 /tmp or /dev/shm owned by them, sentinels of other processes alive, and the parent's peak RSS
-under the bound docs/sandbox.md states.
+under the bound docs/design/sandbox.md states.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from simpatterns.evolve.runlog import RunLog
 from simpatterns.llm.testing import Reply, ScriptedLLMServer
 from simpatterns.sandbox import kernel
 
-PARENT_RSS_BOUND_MB = 300  # docs/sandbox.md: the discovery process's peak RSS during this job
+PARENT_RSS_BOUND_MB = 300  # docs/design/sandbox.md: the discovery process's peak RSS during this job
 
 CONFIG = """[evolve]
 gate = false

@@ -3,7 +3,7 @@
 `reward compile`, `llm complete`, `discover`, `qa eval` (each condition) and `agent eval` (the
 language-model agent) run through the CLI against a scripted server playing each real server.
 What the server logged (`server.log`: the grammar it enforced, what it refused) is held against
-what the client sent and what its transcript claims; docs/llm.md's profile table is checked
+what the client sent and what its transcript claims; docs/reference/llm.md's profile table is checked
 against both.
 """
 
@@ -21,7 +21,7 @@ from simpatterns.llm.openai_backend import VISION_PROBE_TEXT
 from simpatterns.llm.testing import PROFILES, Reply, ScriptedLLMServer
 from simpatterns.qa.context import CONDITIONS
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reference" / "llm.md"
 GOAL = "Make the green object touch the blue object while the red ball never touches the green object"
 # in the grammar of the full prompt and of the compact one ("collision start" is not among the patterns a
 # compact prompt shows for this goal): the client checks that answers keep to the grammar they were sent
@@ -45,7 +45,7 @@ def cases(command: str) -> list:
 # ---- the documented table ---------------------------------------------------------------------
 
 def profile_table() -> dict[str, dict[str, str]]:
-    """docs/llm.md's table under "Server profiles": profile name -> column -> cell."""
+    """docs/reference/llm.md's table under "Server profiles": profile name -> column -> cell."""
     text = DOCS.read_text(encoding="utf-8")
     section = text.split("### Server profiles", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]

@@ -1,6 +1,6 @@
 """The client against every server profile: what it recognises, what it sends, what it claims.
 
-The table in docs/llm.md ("What each server gets") is checked row by row against what the
+The table in docs/reference/llm.md ("What each server gets") is checked row by row against what the
 scripted servers received and what they say they applied.
 """
 
@@ -17,7 +17,7 @@ from simpatterns.llm.openai_backend import GRAMMAR_FIELDS, grammar_refusal, refu
 from simpatterns.llm.server import ServerInfo, is_reasoning_model, parse_version
 from simpatterns.llm.testing import PROFILES, Reply, Rule
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "llm.md"
 GRAMMAR = 'start: "AND(" NAME ")"\nNAME: /[a-z]+/\n'
 # the grammar field, the constrained claim and the token-limit field are in the "Server profiles"
 # table (tests/llm/test_commands_per_profile.py); observe() still asserts the claim against the server

@@ -22,8 +22,8 @@ space and its sampling (``sample``, ``build_discrete_action_space``: PHYRE's act
 for a seed, bit for bit), the ball snapped to whole pixels before it is simulated,
 the ``stable`` neighbourhood (the snapped ball moved by half a pixel), dtypes
 (``initial_scenes`` int64, ``images`` uint8, features float32), colour codes and
-PHYRE's 14 object features. What differs is listed in the README's "Code written
-for PHYRE": our tasks and physics, the ball tier only, our renderer, and a
+PHYRE's 14 object features. What differs is listed in docs/guide/agents.md ("Code written
+for PHYRE"): our tasks and physics, the ball tier only, our renderer, and a
 simulation cache built here rather than downloaded.
 """
 

@@ -18,7 +18,7 @@ solver change the data after the forward pass (a tree put to sleep has its
 velocities zeroed). With RK4, any integrator not known to be single-step,
 sleeping or ipc, a step on the grid is recorded *before* stepping, after an
 ``mj_forward`` of its own: one forward pass per recorded frame, a tenth to a
-third of an RK4 step (measured in ``docs/mujoco.md``). The forward pass
+third of an RK4 step (measured in ``docs/reference/mujoco.md``). The forward pass
 changes nothing that ``mj_step`` reads, so the trajectory is bit-for-bit the
 one without recording.
 
