@@ -18,8 +18,8 @@ import typer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simpatterns.cli import app
-from simpatterns.files import atomic_write
+from simpatterns.cli import app  # noqa: E402 (after the path insert: runs from a checkout)
+from simpatterns.files import atomic_write  # noqa: E402
 
 PAGE = ROOT / "docs" / "reference" / "cli.md"
 HEADER = """# Command-line reference
