@@ -1,10 +1,18 @@
 import importlib
 import os
+import signal
 
 import pytest
 from process_tree import no_process_outlives_its_test  # noqa: F401 - an autouse fixture for every test
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+# A suite started in the background (`nohup pytest ... &`) inherits an ignored SIGINT, and an
+# ignored signal stays ignored across exec: the processes the Ctrl-C tests start would never see
+# their KeyboardInterrupt. A Python handler here resets to the default in every child at exec,
+# so each child Python installs its own (pytest's process and each xdist worker run this).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Rich wraps at the terminal's width (80 columns when stdout is not a tty), so a
 # long temporary path could be folded mid-name. Tests read CLI output rendered
