@@ -148,6 +148,10 @@ def print_table(table: Table, console: Console | None = None, *, drop: Sequence[
     note on stderr says which), and only then is printed wider than the terminal
     (a terminal folds the long lines; a pipe keeps them whole)."""
     c = console or out
+    if isinstance(table.title, str) and cell_len(table.title) > c.width:
+        # a soft-wrapping console would print a long title (a path) as one line: fold it here
+        c.print(Text(table.title, overflow="fold"), soft_wrap=False)
+        table.title = None
     if not table.columns:
         c.print(table)
         return

@@ -94,6 +94,18 @@ def test_command_tables_fit_80(folder, args):
     assert res.stdout.strip()
 
 
+def test_a_title_longer_than_the_terminal_folds(folder):
+    """A table titled by a long path (a deep checkout) folds the title, cutting nothing."""
+    deep = folder / ("a_rather_long_folder_name_" * 3) / "goals"
+    deep.mkdir(parents=True, exist_ok=True)
+    program = deep / "a01_touch_at_end_red_never_green.rwd"
+    program.write_text((ROOT / "examples" / "goals" / program.name).read_text())
+    assert len(str(program)) > WIDTH
+    res = _run(["reward", "eval", str(program), "ds"], folder)
+    _check(res.stdout)
+    assert str(program) in res.stdout.replace("\n", "")  # the whole path, folded
+
+
 def test_discover_and_its_report_fit_80(folder):
     res = _run(
         [
