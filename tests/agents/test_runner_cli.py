@@ -187,3 +187,59 @@ def test_an_image_scene_view_is_refused_before_any_episode_when_the_model_takes_
     res = CliRunner().invoke(app, llm_args(tmp_path / "run", menu_cache, server, "--scene-view", "image"))
     assert res.exit_code == 1 and "does not take images" in res.output
     assert server.requests == []
+
+
+def test_value_agent_through_the_harness_on_two_templates(tmp_path, menu_cache):
+    """`--agents value:PATH`: on two templates each episode tries the menu best first by the
+    model's own scores, once each, and the summary's AUCCESS is PHYRE's formula on those episodes."""
+    torch = pytest.importorskip("torch")
+    import math
+
+    import numpy as np
+
+    from simpatterns.agents.menu import MenuStore
+    from simpatterns.agents.tasks import Task
+    from simpatterns.value.model import NetConfig
+    from simpatterns.value.scene import scene_image
+    from simpatterns.value.train import Examples, TrainConfig, load_model, train
+
+    tasks = TASKS.split(",")
+    assert len({t.split(":")[0] for t in tasks}) == 2
+    rng = np.random.default_rng(0)
+    acts = rng.random((16, 3))
+    cols = {"task": tasks * 8, "x": acts[:, 0], "y": acts[:, 1], "r": acts[:, 2],
+            "label": (acts[:, 0] > 0.5).astype(float)}
+    net = NetConfig(resolution=32, width=4, stages=2, action_hidden=16)
+    train(Examples.from_columns(cols, net.resolution), tmp_path / "m", TrainConfig(steps=2, batch=8, net=net))
+    model = tmp_path / "m" / "model.pt"
+    run = tmp_path / "run"
+    res = CliRunner().invoke(app, ["agent", "eval", "--out", str(run), "--tasks", TASKS, "--bins", str(BINS),
+                                   "--seeds", "0", "--attempts", "30", "--cache", str(menu_cache),
+                                   "--agents", f"random,value:{model}"])
+    assert res.exit_code == 0, res.output
+    episodes = [json.loads(x) for x in (run / EPISODES_FILE).read_text().splitlines()]
+    value = {e["task"]: e for e in episodes if e["condition"].startswith("value:")}
+    assert sorted(value) == sorted(tasks)
+
+    loaded = load_model(model)  # the network the agent ranks with
+    store = MenuStore(menu_cache, bins=BINS)
+    solved = []
+    for task_id, episode in value.items():
+        task = Task.from_id(task_id)
+        menu = store.cached(task)
+        img = torch.from_numpy(scene_image(task.scene, net.resolution))
+        with torch.no_grad():
+            scores = loaded.rank_scores(img, torch.tensor([c.action for c in menu.choices],
+                                                              dtype=torch.float32)).numpy()
+        by_id = {c.id: float(s) for c, s in zip(menu.choices, scores)}
+        tried = [a["choice"] for a in episode["attempts"]]
+        assert len(set(tried)) == len(tried)  # no choice twice
+        assert all(by_id[a] >= by_id[b] - 1e-6 for a, b in zip(tried, tried[1:]))  # best first
+        assert episode["solved_at"] is None or episode["attempts"][-1]["status"] == "solved"
+        solved.append(episode["solved_at"])
+    weights = [math.log(k + 1) - math.log(k) for k in range(1, 101)]
+    expected = sum(w * sum(1 for s in solved if s is not None and s <= k) / len(solved)
+                   for k, w in enumerate(weights, start=1)) / sum(weights)
+    summary = json.loads((run / "summary.json").read_text())
+    (cond,) = [c for c in summary["conditions"] if c["condition"].startswith("value:")]
+    assert cond["auccess"] == pytest.approx(expected, abs=1e-9)
