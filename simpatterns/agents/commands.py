@@ -65,7 +65,7 @@ Tasks = Annotated[Optional[str], typer.Option("--tasks", help="Test these tasks 
                                                               "of a fold's test split.")]
 PerTemplate = Annotated[Optional[int], typer.Option("--per-template", help="Test only the first N tasks of each "
                                                                            "template (in id order).")]
-Budget = Annotated[int, typer.Option("--attempts", "-n", help="Attempts per task (at most 100, PHYRE's cap).")]
+Budget = Annotated[int, typer.Option("--attempts", help="Attempts per task (at most 100, PHYRE's cap).")]
 Bins = Annotated[int, typer.Option("--bins", help="Menu grid: bins per axis of (x, y, r).")]
 Scan = Annotated[str, typer.Option("--scan", help="full: simulate every menu cell once; first: stop at the first "
                                                   "solving cell.")]
@@ -131,7 +131,7 @@ def _shows_images(scene_view: str, feedback: list[str] | str) -> bool:
 @executor_options
 def eval_cmd(
     out: Out,
-    agents: str = typer.Option("random,memory,oracle,anneal", "--agents", "-a",
+    agents: str = typer.Option("random,memory,oracle,anneal", "--agents",
                                help="Comma list of: random, memory, oracle, anneal, anneal-continuous, llm, "
                                     "value:PATH (a model from `simpatterns value train`)."),
     setup: Setup = "ball_within_template",
@@ -242,7 +242,7 @@ def report_cmd(
 StudyOut = Annotated[Path, typer.Option("--out", "-o", help="Study directory (created; an existing study resumes).")]
 StudyFeedback = Annotated[str, typer.Option("--feedback", help="The condition: annotation, frames+annotation or "
                                                                "summary (feedback that shows the annotation).")]
-StudyBudget = Annotated[int, typer.Option("--attempts", "-n", help="Attempts per task (at most 100).")]
+StudyBudget = Annotated[int, typer.Option("--attempts", help="Attempts per task (at most 100).")]
 Cap = Annotated[int, typer.Option("--cap", help="Score views by AUCCESS@K (100: PHYRE's AUCCESS).")]
 
 
@@ -457,7 +457,7 @@ def phyre_cache_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cache folder (default: PHYRE's cache folder for "
                                                                  "--action-count, ball tier; for 100000 it is where "
                                                                  "phyre_compat.get_default_100k_cache looks)."),
-    actions: int = typer.Option(100000, "--action-count", "-n", help="How many of PHYRE's actions for --seed."),
+    actions: int = typer.Option(100000, "--action-count", help="How many of PHYRE's actions for --seed."),
     seed: int = typer.Option(42, "--seed", help="Seed of PHYRE's action list (42: PHYRE's simulation cache)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma list of task ids (default: every task)."),
     workers: Workers = 1,

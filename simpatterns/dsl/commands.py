@@ -286,7 +286,7 @@ def compile_cmd(
     examples: Annotated[Optional[Path], typer.Option(
         "--examples", help="Directory of few-shot *.rwd goals (default: examples/goals).")] = None,
     no_examples: Annotated[bool, typer.Option("--no-examples", help="No few-shot examples.")] = False,
-    n: Annotated[int, typer.Option("-n", help="Candidates sampled per attempt.")] = 4,
+    n: Annotated[int, typer.Option("--samples", "-n", help="Candidate programs sampled per attempt (samples).")] = 4,
     attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts (1 + repairs).")] = 3,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.7,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per answer.")] = 1024,

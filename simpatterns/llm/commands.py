@@ -77,7 +77,7 @@ llm_app = typer.Typer(help="Check an LLM server, inspect transcripts, serve scri
 def complete_cmd(
     prompt: Annotated[str, typer.Argument(help="User message.")],
     system: Annotated[Optional[str], typer.Option("--system", help="System message.")] = None,
-    n: Annotated[int, typer.Option("-n", help="Samples.")] = 1,
+    n: Annotated[int, typer.Option("--samples", "-n", help="Completions to sample (samples).")] = 1,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.7,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the requests.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Tokens per answer.")] = 512,

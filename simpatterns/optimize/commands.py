@@ -22,7 +22,7 @@ def optimize(
     variant: Optional[int] = typer.Option(None, "--variant", "-v", help="variant of the template (default 0)"),
     scene: Optional[str] = typer.Option(None, "--scene", help="a purpose-built scene instead: 'buckets'"),
     goal: Optional[Path] = typer.Option(None, "--goal", "-g", help="reward program (.rwd); default: the PHYRE task"),
-    budget: int = typer.Option(100, "--rollouts", "-n", help="simulated rollouts to spend"),
+    budget: int = typer.Option(100, "--rollouts", help="simulated rollouts to spend"),
     sparse: bool = typer.Option(False, "--sparse", help="optimise the program's 0/1 success, not its dense score"),
     method: str = typer.Option("anneal", "--method", help="anneal | random"),
     seed: int = typer.Option(0, "--seed", help="seed of the search"),

@@ -19,7 +19,7 @@ def build_data_cmd(
     output: Path = typer.Option(..., "--out", "-o", help="Parquet file to write"),
     tasks: str = typer.Option(..., "--tasks", help="comma list of TTTTT:VVV and/or template ids, or 'all'"),
     per_template: int | None = typer.Option(None, "--per-template", help="tasks (variants) per listed template"),
-    actions: int = typer.Option(64, "--action-count", "-n", help="sampled valid actions per task"),
+    actions: int = typer.Option(64, "--action-count", help="sampled valid actions per task"),
     label: str = typer.Option("success", "--label",
                               help="'success' (PHYRE's), a .rwd program or its text, or module:function"),
     seed: int = typer.Option(0, "--seed", help="seed of the sampled actions"),

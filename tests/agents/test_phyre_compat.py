@@ -293,11 +293,11 @@ def test_phyre_cache_command_builds_what_get_default_100k_cache_loads(tmp_path, 
 
     monkeypatch.setenv("PHYRE_CACHE_DIR", str(tmp_path))
     runner = CliRunner()
-    res = runner.invoke(app, ["agent", "phyre-cache", "--tasks", f"{SOLVABLE},00000:000", "-n", "12"])
+    res = runner.invoke(app, ["agent", "phyre-cache", "--tasks", f"{SOLVABLE},00000:000", "--action-count", "12"])
     assert res.exit_code == 0, res.output
     folder = tmp_path / "offline_simulation" / "12" / "ball"
     assert f"12 actions x 2 tasks -> {folder}" in res.output
     cache = phyre.SimulationCache(folder)
     assert np.array_equal(cache.action_array, REFERENCE["discrete_seed42"][:12])
-    bad = runner.invoke(app, ["agent", "phyre-cache", "--tasks", "00002:999", "-n", "5", "-o", str(tmp_path / "x")])
+    bad = runner.invoke(app, ["agent", "phyre-cache", "--tasks", "00002:999", "--action-count", "5", "-o", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "00002:999" in bad.output and not (tmp_path / "x").exists()

@@ -147,6 +147,29 @@ def test_one_option_name_has_one_type_and_one_unit():
     assert "--budget" not in types  # six meanings once: each now names its unit
 
 
+def test_a_short_flag_is_one_long_option_everywhere():
+    """``-n`` may not be ``--attempts`` in one command and ``--rollouts`` in another, and every
+    option has a long name (a short flag alone names no meaning)."""
+    import typer.main
+
+    longs: dict[str, set[str]] = defaultdict(set)
+    bare = []
+    for path, command in _walk(typer.main.get_command(app)):
+        for param in getattr(command, "params", []):
+            if param.param_type_name != "option":
+                continue
+            names = [*param.opts, *param.secondary_opts]
+            long_names = [n for n in names if n.startswith("--")]
+            if not long_names:
+                bare.append(f"{' '.join(path)} {names}")
+            for short in (n for n in names if not n.startswith("--")):
+                longs[short].update(long_names or ["(none)"])
+    assert not bare, bare
+    assert len(longs) > 5  # the walk saw the short flags
+    shared = {short: sorted(names) for short, names in longs.items() if len(names) > 1}
+    assert not shared, shared
+
+
 def test_the_vocabulary_check_catches_a_second_meaning():
     """The check above on a made-up pair: one name as characters and as rollouts."""
     helps = {"a": "characters of the text", "b": "simulated rollouts to spend"}

@@ -68,7 +68,7 @@ def test_library_list_keeps_names_and_drops_params_at_80(folder):
 
 
 def test_optimize_header_and_result_fit_80(folder):
-    res = _run(["optimize", "-t", "0", "-n", "3", "--seed", "1"], folder)
+    res = _run(["optimize", "-t", "0", "--rollouts", "3", "--seed", "1"], folder)
     _check(res.stdout)
     head = next(line for line in res.stdout.splitlines() if "score" in line)
     for key in ("x", "y", "r", "score", "success", "samples"):

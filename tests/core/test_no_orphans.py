@@ -79,7 +79,7 @@ def test_killed_annotate_leaves_no_worker_and_resumes(tmp_path):
 
 
 def test_killed_optimize_leaves_no_worker_and_resumes(tmp_path):
-    args = ["optimize", "-t", "00000", "-n", "200", "--batch-size", "4", "--keep-going", "--seed", "3", "-j", "2",
+    args = ["optimize", "-t", "00000", "--rollouts", "200", "--batch-size", "4", "--keep-going", "--seed", "3", "-j", "2",
             "-o", "cut/best.json"]
     log = tmp_path / "cut" / "best.evaluations.jsonl"
     started = lambda: log.exists() and len(log.read_text().splitlines()) > 10  # noqa: E731

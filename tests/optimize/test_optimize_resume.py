@@ -14,7 +14,7 @@ import pytest
 
 from simpatterns.optimize import CheckpointError, Evaluation, EvaluationLog
 
-ARGS = ["optimize", "-t", "00000", "-n", "300", "--keep-going", "--seed", "3"]
+ARGS = ["optimize", "-t", "00000", "--rollouts", "300", "--keep-going", "--seed", "3"]
 SAME = ("best_action", "best_score", "best_success", "samples", "invalid_proposals", "first_success", "curve")
 
 
