@@ -79,7 +79,8 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), str(Path(__file__).parent),
                                                     env.get("PYTHONPATH", "")] if p)
-    env.update(COLUMNS="200", MPLBACKEND="Agg", OMP_WAIT_POLICY="PASSIVE")
+    env.update(COLUMNS="200", MPLBACKEND="Agg", OMP_WAIT_POLICY="PASSIVE",
+               SIMPATTERNS_CACHE=str(tmp_path / "cache"))  # a cold cache, as a new user's
     env.pop("SIMPATTERNS_LLM_BASE_URL", None)
     return env
 
