@@ -30,6 +30,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 CLI_WIDTH = 200
 
 
+@pytest.fixture(scope="session")
+def builtin():
+    """The built-in pattern library, loaded once (tests read it, never change it)."""
+    from simpatterns.detectors.library import PatternLibrary
+
+    return PatternLibrary.builtin()
+
+
 @pytest.fixture(autouse=True)
 def _fixed_width_cli_output():
     from simpatterns import cli
