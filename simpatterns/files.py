@@ -11,6 +11,8 @@ A process killed outright (SIGKILL, a power cut) cannot remove its temporary
 file; the next write into that folder does (`sweep_stale`): a temporary
 sibling is named ``.NAME.tmp-PID-HEX``, and one whose process is gone is
 removed.
+
+Caches are files too: `cache_dir` is the one place they go (``$SIMPATTERNS_CACHE``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,19 @@ from simpatterns.errors import SimpatternsError
 
 class WriteError(SimpatternsError, OSError):
     """A file could not be written; the message names the target path and why."""
+
+
+CACHE_ENV = "SIMPATTERNS_CACHE"
+
+
+def cache_dir(*parts: str) -> Path:
+    """The folder of the cache ``parts`` (``cache_dir("menus")``): under ``$SIMPATTERNS_CACHE``,
+    else ``$XDG_CACHE_HOME/simpatterns``, else ``~/.cache/simpatterns``. Every cache simpatterns
+    keeps goes through here, so one variable moves them all. Not created here: writing creates it."""
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simpatterns")
+    return Path(root, *parts)
 
 
 # .NAME.tmp-PID-HEX (a file or, for a library, a folder); .NAME.old-PID-HEX (a folder moved aside)

@@ -1,11 +1,20 @@
+import atexit
 import importlib
 import os
+import shutil
 import signal
+import tempfile
 
 import pytest
 from process_tree import no_process_outlives_its_test  # noqa: F401 - an autouse fixture for every test
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+# Caches (the agents' menus, the PHYRE simulation cache) go to a folder of this run, never the
+# home directory: SIMPATTERNS_CACHE is where every cache lives (simpatterns.files.cache_dir).
+if "SIMPATTERNS_CACHE" not in os.environ:
+    os.environ["SIMPATTERNS_CACHE"] = tempfile.mkdtemp(prefix="simpatterns-cache-")
+    atexit.register(shutil.rmtree, os.environ["SIMPATTERNS_CACHE"], ignore_errors=True)
 
 # A suite started in the background (`nohup pytest ... &`) inherits an ignored SIGINT, and an
 # ignored signal stays ignored across exec: the processes the Ctrl-C tests start would never see
@@ -19,6 +28,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # at one fixed, wide width, and messages are never hard-wrapped (soft wrap), so
 # no path length can fold a name.
 CLI_WIDTH = 200
+
+
+@pytest.fixture(scope="session")
+def builtin():
+    """The built-in pattern library, loaded once (tests read it, never change it)."""
+    from simpatterns.detectors.library import PatternLibrary
+
+    return PatternLibrary.builtin()
 
 
 @pytest.fixture(autouse=True)

@@ -79,7 +79,7 @@ MaxTokens = Annotated[int, typer.Option("--max-tokens", help="llm: tokens per an
 ChoiceGrammar = Annotated[bool, typer.Option(
     "--choice-grammar/--free-answer", help="llm: constrain each answer to one 'CHOICE: <id>' line of the menu "
     "(sent wherever the server takes a grammar; not with --grammar off); for small models.")]
-Cache = Annotated[Optional[Path], typer.Option("--cache", help="Menu cache (default ~/.cache/simpatterns/menus).")]
+Cache = Annotated[Optional[Path], typer.Option("--cache", help="Menu cache (default $SIMPATTERNS_CACHE/menus).")]
 Workers = Annotated[int, typer.Option("--workers", "-j", help="Processes for menus and simulated agents.")]
 
 
@@ -454,7 +454,7 @@ def folds_cmd(
 @agent_app.command("phyre-cache")
 @executor_options
 def phyre_cache_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cache folder (default: PHYRE's cache folder for "
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cache folder (default: the PHYRE cache folder for "
                                                                  "--action-count, ball tier; for 100000 it is where "
                                                                  "phyre_compat.get_default_100k_cache looks)."),
     actions: int = typer.Option(100000, "--action-count", help="How many of PHYRE's actions for --seed."),

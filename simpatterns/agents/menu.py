@@ -38,7 +38,7 @@ import numpy as np
 
 from simpatterns.agents.tasks import Task
 from simpatterns.errors import SimpatternsError
-from simpatterns.files import atomic_write_json
+from simpatterns.files import atomic_write_json, cache_dir
 from simpatterns.cli_support import progress_map
 from simpatterns.parallel import Backend
 from simpatterns.simulators.phyre import check_action, quantize_action, simulate
@@ -58,9 +58,8 @@ class MenuError(SimpatternsError, RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    """``$SIMPATTERNS_CACHE/menus``, else ``~/.cache/simpatterns/menus``."""
-    root = os.environ.get("SIMPATTERNS_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "simpatterns") / "menus"
+    """``menus`` in the cache folder (`simpatterns.files.cache_dir`: ``$SIMPATTERNS_CACHE``)."""
+    return cache_dir("menus")
 
 
 def action_px(action: Sequence[float]) -> tuple[float, float, float]:

@@ -9,10 +9,11 @@ in parallel, once the annotations are written), and returns an
 unreadable or failed, and whether Ctrl-C stopped it (the annotations already
 written stay; a second call resumes).
 
->>> from simpatterns.annotate.run import annotate_paths
->>> report = annotate_paths("runs/ds", PatternLibrary.builtin(), workers=2)  # doctest: +SKIP
->>> report.exit_code, len(report.rows), report.skipped  # doctest: +SKIP
-(0, 12, 0)
+Examples:
+    >>> from simpatterns.annotate.run import annotate_paths
+    >>> report = annotate_paths("runs/ds", PatternLibrary.builtin(), workers=2)  # doctest: +SKIP
+    >>> report.exit_code, len(report.rows), report.skipped  # doctest: +SKIP
+    (0, 12, 0)
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ it, then one of `DatasetDone`, `AnnotationDone`, `TextDone`, `ProgramDone`,
 `AnnealDone`, `ComparisonDone`), so a caller can show the run as it goes;
 `run_demo` returns the `DemoReport`.
 
->>> from simpatterns.demo.pipeline import run_demo
->>> report = run_demo("demo-report", budget=15, trials=1, workers=1)  # doctest: +SKIP
->>> report.readme, report.summary["anneal"]["success"]  # doctest: +SKIP
-(PosixPath('demo-report/README.md'), True)
+Examples:
+    >>> from simpatterns.demo.pipeline import run_demo
+    >>> report = run_demo("demo-report", budget=15, trials=1, workers=1)  # doctest: +SKIP
+    >>> report.readme, report.summary["anneal"]["success"]  # doctest: +SKIP
+    (PosixPath('demo-report/README.md'), True)
 """
 
 from __future__ import annotations

@@ -344,9 +344,11 @@ def compile_cmd(
         fail(str(exc), 2)
     result = None
     try:
-        with client:
+        # a spinner on a terminal (nothing when stderr is a file): a local model takes a minute
+        with client, err.status(f"asking the model: attempt 1 of {attempts}") as status:
             result = synthesize_reward(goal, client, library=lib, bodies=scene_bodies, examples=shots,
-                                       config=config)
+                                       config=config, on_attempt=lambda k: status.update(
+                                           f"asking the model: attempt {k} of {attempts}"))
     except SynthesisFailed as exc:
         result = exc.result
     finally:

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from simpatterns.dsl.errors import DSLError, DSLErrors
 from simpatterns.dsl.parser import parse, predicate_names
@@ -475,6 +475,7 @@ def synthesize_reward(
     bodies: Sequence[Any] | None = None,
     examples: Sequence[GoalExample] | None = None,
     config: SynthesisConfig | None = None,
+    on_attempt: Callable[[int], None] = lambda attempt: None,
 ) -> SynthesisResult:
     """Synthesize a checked `RewardProgram` for ``goal``; see the module docstring.
 
@@ -483,6 +484,7 @@ def synthesize_reward(
     records) or None to skip body checks; ``examples`` default to
     `load_goal_examples` (those that check against ``library``). Raises
     `SynthesisFailed` (with ``.result``) when no valid program is found.
+    ``on_attempt(k)`` is called as attempt ``k`` (1-based) asks the model: a slow model's progress.
     """
     cfg = config or SynthesisConfig()
     if not goal or not goal.strip():
@@ -505,6 +507,7 @@ def synthesize_reward(
 
     for k in range(cfg.max_attempts):
         seed = None if cfg.seed is None else cfg.seed + k
+        on_attempt(k + 1)
         request = ChatRequest(list(messages), n=cfg.n, temperature=cfg.temperature, seed=seed,
                               max_tokens=cfg.max_tokens, grammar=grammar)
         try:

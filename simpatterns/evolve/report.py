@@ -130,7 +130,7 @@ def _plot(lab: LabelReport, out: Path) -> Path | None:
     if lab.baseline is not None:
         ax.axhline(lab.baseline, color="grey", linestyle="--", linewidth=1, label="baseline (library alone)")
         if lab.theta is not None:
-            ax.axhline(lab.baseline + lab.theta, color="red", linestyle=":", linewidth=1.2,
+            ax.axhline(lab.baseline + lab.theta, color="black", linestyle=":", linewidth=1.2,  # no island is black
                        label=f"acceptance threshold (baseline + {lab.theta:g})")
     ax.set_xlabel("sample")
     ax.set_ylabel("best fitness")

@@ -6,10 +6,11 @@ traces and the base library, runs a `DiscoveryJob` (resuming one when asked)
 and returns a `DiscoverReport`: one `LabelRow` per label done, the sandbox's
 rejection counts and which budget ended the session.
 
->>> from simpatterns.evolve.run import Overrides, discover
->>> report = discover("runs/ds", "labels.toml", "runs/lib", overrides=Overrides(samples_per_label=8))  # doctest: +SKIP
->>> [(r.label, r.accepted) for r in report.rows], report.stop_reason  # doctest: +SKIP
-([('high energy impact', True)], 'sample budget: every label ran its 8 samples (--samples)')
+Examples:
+    >>> from simpatterns.evolve.run import Overrides, discover
+    >>> report = discover("runs/ds", "labels.toml", "runs/lib", overrides=Overrides(samples_per_label=8))  # doctest: +SKIP
+    >>> [(r.label, r.accepted) for r in report.rows], report.stop_reason  # doctest: +SKIP
+    ([('high energy impact', True)], 'sample budget: every label ran its 8 samples (--samples)')
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ same settings replays it and goes on), writes the best rollout's JSON, trace
 and GIF, and returns an `OptimizeReport`. Ctrl-C is not raised: the report
 says ``interrupted`` and how many evaluations the checkpoint kept.
 
->>> from simpatterns.optimize.run import SearchSettings, optimize_scene
->>> report = optimize_scene(template="00000", variant=0, settings=SearchSettings(budget=20))  # doctest: +SKIP
->>> report.result.best_success, report.result.samples  # doctest: +SKIP
-(True, 7)
+Examples:
+    >>> from simpatterns.optimize.run import SearchSettings, optimize_scene
+    >>> report = optimize_scene(template="00000", variant=0, settings=SearchSettings(budget=20))  # doctest: +SKIP
+    >>> report.result.best_success, report.result.samples  # doctest: +SKIP
+    (True, 7)
 """
 
 from __future__ import annotations

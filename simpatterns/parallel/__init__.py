@@ -118,8 +118,9 @@ def parallel_map(
     ``backend`` (None: this machine) or the given ``executor``; ``progress`` is
     advanced once per finished item.
 
-    >>> sorted(parallel_map(abs, [-1, 2, -3]))
-    [(0, 1), (1, 2), (2, 3)]
+    Examples:
+        >>> sorted(parallel_map(abs, [-1, 2, -3]))
+        [(0, 1), (1, 2), (2, 3)]
     """
     own = executor is None
     ex = executor or make_executor(workers, setup, backend=backend)

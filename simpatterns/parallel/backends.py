@@ -18,8 +18,9 @@ class Backend:
     ``"ray"`` (a Ray cluster); ``address`` is an existing Ray cluster's address (None:
     a local cluster is started on first use). Raises ValueError naming a bad value.
 
-    >>> Backend("ray", "10.0.0.5:6379").address
-    '10.0.0.5:6379'
+    Examples:
+        >>> Backend("ray", "10.0.0.5:6379").address
+        '10.0.0.5:6379'
     """
 
     name: str = "local"
@@ -69,9 +70,10 @@ def make_executor(workers: int = 1, setup: WorkerSetup | None = None, *,
     machine). Local: ``workers <= 1`` runs in this process, more in a process pool
     started now. Ray: ``workers`` actors on the cluster.
 
-    >>> with make_executor(1) as ex:
-    ...     ex.map(abs, [-2, 3])
-    [2, 3]
+    Examples:
+        >>> with make_executor(1) as ex:
+        ...     ex.map(abs, [-2, 3])
+        [2, 3]
     """
     chosen = as_backend(backend)
     if chosen.name == "ray":

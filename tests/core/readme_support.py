@@ -22,10 +22,13 @@ trailing spaces are ignored.
 
 from __future__ import annotations
 
+import os
 import re
+import resource
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +117,7 @@ def session_script(session: list[Block]) -> str:
         if block.is_server_script:
             continue
         parts.append(f"# ---- {block.where}")
+        parts.append(f"_readme.started({block.where!r})")
         if block.command is not None:
             parts.append(f"_readme.transcript({('$ ' + block.command + chr(10) + block.body)!r}, {block.where!r})")
         elif block.language in ("python", "py"):
@@ -123,6 +127,7 @@ def session_script(session: list[Block]) -> str:
         else:
             parts.append(f"_readme.transcript({block.body!r}, {block.where!r})")
         parts.append("")
+    parts.append("_readme.started(None)")
     return "\n".join(parts)
 
 
@@ -147,6 +152,27 @@ def output_matches(expected: list[str], actual: list[str]) -> bool:
             i, k = i + 1, k + 1
         return k == len(actual)
     return match(0, 0)
+
+
+_clock: list = []  # (where, wall, cpu) at the start of the block running now
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the commands a block ran)."""
+    own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
+
+
+def started(where: str | None) -> None:
+    """A block starts (None: the session ended). With ``README_TIMINGS=FILE`` in the environment,
+    the block before it appends ``where<TAB>wall s<TAB>CPU s`` to FILE: how the long blocks are
+    found (CPU seconds over the 2 cores a page assumes, when the machine is busy)."""
+    wall, cpu = time.perf_counter(), _cpu()
+    out = os.environ.get("README_TIMINGS")
+    if _clock and out:
+        with open(out, "a") as fh:
+            fh.write(f"{_clock[0][0]}\t{wall - _clock[0][1]:.1f}\t{cpu - _clock[0][2]:.1f}\n")
+    _clock[:] = [(where, wall, cpu)] if where else []
 
 
 def _fail(where: str, message: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simpatterns.files import WriteError, atomic_open, atomic_write, atomic_write_json
+from simpatterns.files import WriteError, atomic_open, atomic_write, atomic_write_json, cache_dir
 from simpatterns.parallel import (
     InlineExecutor,
     ProcessExecutor,
@@ -42,6 +42,21 @@ def test_atomic_write_failure_keeps_old_file_and_leaves_no_temporary(tmp_path):
             raise RuntimeError("interrupted")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_every_cache_lives_under_simpatterns_cache(tmp_path, monkeypatch):
+    from simpatterns.agents.menu import MenuStore
+    from simpatterns.agents.phyre_compat.simulation_cache import get_cache_folder
+
+    monkeypatch.delenv("PHYRE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("SIMPATTERNS_CACHE", str(tmp_path / "mine"))
+    assert MenuStore().dir == tmp_path / "mine" / "menus"
+    assert get_cache_folder(10) == tmp_path / "mine" / "phyre" / "offline_simulation" / "10"
+    monkeypatch.setenv("PHYRE_CACHE_DIR", str(tmp_path / "phyre"))  # PHYRE's own variable moves its cache alone
+    assert get_cache_folder(10) == tmp_path / "phyre" / "offline_simulation" / "10"
+    monkeypatch.delenv("SIMPATTERNS_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir("menus") == tmp_path / "xdg" / "simpatterns" / "menus"
 
 
 def test_atomic_write_errors_name_the_users_path(tmp_path):

@@ -71,10 +71,11 @@ def errors_of(text: str, library, names) -> str:
     return str(info.value)
 
 
-def run(server, library, bodies, *, n=1, attempts=3, examples=(), transcript=None, **client_kw):
+def run(server, library, bodies, *, n=1, attempts=3, examples=(), transcript=None, on_attempt=lambda k: None,
+        **client_kw):
     with make_client("openai", base_url=server.base_url, retry=FAST, transcript=transcript, **client_kw) as client:
         return synthesize_reward(GOAL, client, library=library, bodies=bodies, examples=examples,
-                                 config=SynthesisConfig(n=n, max_attempts=attempts, seed=0))
+                                 config=SynthesisConfig(n=n, max_attempts=attempts, seed=0), on_attempt=on_attempt)
 
 
 def test_the_fixture_programs_are_what_they_claim(library, names):
@@ -112,8 +113,10 @@ def test_cli_happy_path_saves_a_valid_program(serve, library, names, tmp_path):
 
 def test_repair_path_quotes_the_exact_errors(serve, library, bodies, names):
     server = serve(BAD_SYNTAX, BAD_PATTERN, GOOD)
-    result = run(server, library, bodies, attempts=3)
+    asked: list[int] = []
+    result = run(server, library, bodies, attempts=3, on_attempt=asked.append)
     assert result.ok and len(result.attempts) == 3
+    assert asked == [1, 2, 3]  # the progress a slow model's caller shows, once per request
     assert result.text == format_program(parse(GOOD))
     assert [c.stage for c in result.candidates] == ["parse", "check", "ok"]
     assert result.parse_rate == pytest.approx(2 / 3) and result.check_rate == pytest.approx(1 / 3)

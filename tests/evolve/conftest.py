@@ -29,11 +29,6 @@ def trace_dir(tmp_path_factory, traces) -> Path:
 
 
 @pytest.fixture(scope="session")
-def builtin() -> PatternLibrary:
-    return PatternLibrary.builtin()
-
-
-@pytest.fixture(scope="session")
 def small_library(builtin) -> PatternLibrary:
     """Raw collision events only: a small base library keeps jobs fast and gains large."""
     return builtin.subset(["collision start", "collision end", "task complete"])

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simpatterns.detectors.library import PatternLibrary
 from simpatterns.qa.generate import GenerateConfig, generate_dataset
-
-
-@pytest.fixture(scope="session")
-def builtin() -> PatternLibrary:
-    return PatternLibrary.builtin()
 
 
 @pytest.fixture(scope="session")

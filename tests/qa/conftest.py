@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from simpatterns.detectors.library import PatternLibrary
 from simpatterns.llm import RetryPolicy
 from simpatterns.qa.generate import GenerateConfig, generate_dataset
 
 SCENES = 10
-
-
-@pytest.fixture(scope="session")
-def builtin() -> PatternLibrary:
-    return PatternLibrary.builtin()
 
 
 @pytest.fixture(scope="session")

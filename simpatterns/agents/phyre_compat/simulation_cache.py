@@ -18,7 +18,7 @@ import numpy as np
 from simpatterns.agents.metrics import SimulationStatus
 from simpatterns.agents.phyre_compat.action_simulator import ActionSimulator
 from simpatterns.agents.tasks import TIER, normalize_task_id
-from simpatterns.files import atomic_open
+from simpatterns.files import atomic_open, cache_dir
 from simpatterns.cli_support import progress_map
 from simpatterns.parallel import Backend
 
@@ -33,12 +33,14 @@ _FIELDS = ("actions", "task_ids", "statuses")
 
 
 def _get_root_cache_folder() -> pathlib.Path:
-    root = pathlib.Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")))
-    return pathlib.Path(os.environ.get(PHYRE_CACHE_ENV, root / "phyre"))
+    # PHYRE's variable first; else our cache folder (not PHYRE's ~/.cache/phyre: these statuses
+    # are our simulator's, and PHYRE's own cache there is for its tasks)
+    return pathlib.Path(os.environ.get(PHYRE_CACHE_ENV) or cache_dir("phyre"))
 
 
 def get_cache_folder(action_size: int) -> pathlib.Path:
-    """Where a cache of ``action_size`` actions lives (PHYRE's layout; ``$PHYRE_CACHE_DIR`` moves it)."""
+    """Where a cache of ``action_size`` actions lives (PHYRE's layout under ``$PHYRE_CACHE_DIR``, else
+    under ``phyre`` in `simpatterns.files.cache_dir`)."""
     return _get_root_cache_folder() / "offline_simulation" / str(action_size)
 
 
