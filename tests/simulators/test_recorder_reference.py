@@ -1,0 +1,84 @@
+"""The recorder's traces equal, bit for bit, those of its frozen reference
+(`phyre_recorder_reference.py`, the recorder before issue 32's speed-up): every array's
+dtype, shape and bytes, the bodies, the events and the metadata, on every template."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import phyre_recorder_reference as reference  # noqa: E402  (tests/simulators is on sys.path)
+from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace
+
+ACTIONS_PER_TEMPLATE = 2
+
+
+def first_scene(tid: str):
+    t = get_template(tid)
+    return t.variant_scene(0) if t.num_variants else t.scene(next(iter(t.valid_param_sets())))
+
+
+def valid_actions(scene, seed: int, count: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    while len(out) < count:
+        a = rng.random(3)
+        if check_action(scene, a) is None:
+            out.append(a)
+    return out
+
+
+def differences(new: Trace, ref: Trace) -> list[str]:
+    """Every way ``new`` differs from ``ref`` (types of metadata values included)."""
+    out = []
+    for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
+        a, b = getattr(new, name), getattr(ref, name)
+        if a is None or b is None:
+            if (a is None) != (b is None):
+                out.append(f"{name}: {a is None=} {b is None=}")
+        elif a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            out.append(f"{name}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    for what in ("bodies", "events", "meta"):
+        if repr(getattr(new, what)) != repr(getattr(ref, what)):
+            out.append(what)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[tuple[str, object, np.ndarray]]:
+    out = []
+    for tid in TEMPLATES:
+        scene = first_scene(tid)
+        out += [(tid, scene, a) for a in valid_actions(scene, int(tid), ACTIONS_PER_TEMPLATE)]
+    return out
+
+
+def test_traces_equal_the_reference_on_every_template(cases):
+    assert len({tid for tid, _, _ in cases}) == 25
+    for tid, scene, action in cases:
+        new, ref = simulate(scene, action).trace, reference.simulate(scene, action).trace
+        assert differences(new, ref) == [], (tid, action.tolist())
+
+
+def test_options_equal_the_reference(cases):
+    """Stride, settling, a short horizon and a scene without the agent's ball."""
+    for i, (tid, scene, action) in enumerate(cases[::9]):
+        kwargs = [{"stride": 3}, {"stop_when_settled": True}, {"max_steps": 120, "stop_on_success": False}][i % 3]
+        assert differences(simulate(scene, action, **kwargs).trace,
+                           reference.simulate(scene, action, **kwargs).trace) == [], (tid, kwargs)
+    scene = cases[0][1]
+    assert differences(simulate(scene, None).trace, reference.simulate(scene, None).trace) == []
+
+
+def test_differences_sees_one_bit():
+    """The comparison itself catches a one-bit change in an array and a changed metadata type."""
+    scene = first_scene("00000")
+    action = valid_actions(scene, 0, 1)[0]
+    tr = simulate(scene, action, max_steps=60, stop_on_success=False).trace
+    other = simulate(scene, action, max_steps=60, stop_on_success=False).trace
+    assert differences(other, tr) == []
+    other.position = other.position.copy()
+    other.position.view(np.uint64)[-1, -1, -1] ^= 1
+    other.meta["steps"] = float(other.meta["steps"])
+    assert [d.split(":")[0] for d in differences(other, tr)] == ["position", "meta"]
