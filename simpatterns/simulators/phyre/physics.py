@@ -24,6 +24,7 @@ rollout and the same rollout run in full give the same frames the same times.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -304,8 +305,8 @@ class _CBuffer:
     and `free` does it at once. Data leaves only as numpy copies.
     """
 
-    def __init__(self) -> None:
-        self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(0), _lib.pmFloatArrayFree)
+    def __init__(self, floats: int = 0) -> None:
+        self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(floats), _lib.pmFloatArrayFree)
         self._int_arr = _ffi.gc(_lib.pmIntArrayNew(0), _lib.pmIntArrayFree)
 
     def float_buf(self):
@@ -313,9 +314,6 @@ class _CBuffer:
 
     def int_buf(self):
         return _ffi.buffer(self._int_arr.arr, _ffi.sizeof("uintptr_t") * self._int_arr.num)
-
-    def floats(self) -> np.ndarray:
-        return np.frombuffer(self.float_buf(), dtype=np.float64).copy()
 
     def ints(self) -> np.ndarray:
         return np.frombuffer(self.int_buf(), dtype=np.uintp).copy()
@@ -333,8 +331,10 @@ class _BatchRecorder:
     copy itself at 60 Hz x 1000 steps.
     """
 
-    def __init__(self, space: pymunk.Space, dyn: list[pymunk.Body]):
-        self.body_buf, self.arb_buf = _CBuffer(), _CBuffer()
+    def __init__(self, space: pymunk.Space, dyn: list[pymunk.Body], frames: int = 0):
+        # room for ``frames`` frames of body state up front (growing by half at a time would copy
+        # it about twice over); pymunk grows an array one slot before it is full
+        self.body_buf, self.arb_buf = _CBuffer(frames * len(space.bodies) * 6 + 2), _CBuffer()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
         self._arb_data = self._descriptor(_ARB_FIELDS.value, self.arb_buf)
@@ -350,12 +350,11 @@ class _BatchRecorder:
         data.intArray = buf._int_arr
         return data
 
-    def record_bodies(self) -> None:
-        _lib.cpSpaceEachBody(self._space, self._body_fn, self._body_data)
-
-    def record_arbiters(self) -> int:
-        _lib.cpSpaceEachCachedArbiter(self._space, self._arb_fn, self._arb_data)
-        return self.arb_buf._int_arr.num
+    def record_first(self) -> np.ndarray:
+        """Record frame 0, and return the body ids in the order pymunk records bodies."""
+        data = self._descriptor(_BODY_FIELDS.value | pbatch.BodyFields.BODY_ID.value, self.body_buf)
+        _lib.cpSpaceEachBody(self._space, self._body_fn, data)
+        return self.body_buf.ints()
 
     def free(self) -> None:
         self.body_buf.free()
@@ -398,10 +397,10 @@ def _run(
     goal_touch_now = any(a == goal_a and b == goal_b for a, b, _, _ in initial)
 
     dyn = [world.bodies[i] for i in world.dynamic_index]
-    recorder = _BatchRecorder(space, dyn)
-    recorder.record_bodies()
+    recorder = _BatchRecorder(space, dyn, max_steps + 1)
+    space_ids = recorder.record_first()
     space.step(0.0)  # lets pymunk validate masses once; then the loop steps in C directly
-    arb_counts = [0]
+    arb_counts = array("q", [0])  # int64 appends, read by numpy without a copy
     run = 1 if goal_touch_now else 0
     solved_frame: int | None = None
     steps = 0
@@ -439,20 +438,12 @@ def _run(
 
     T = steps + 1
     # every body in pymunk's order, static ones included (they stay put), gathered into ours
-    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n, 6)  # a view: copied before free
-    cols = _space_columns(world)
-    position = state[:, :, 0:2].take(cols, axis=1)
-    angle = state[:, :, 2].take(cols, axis=1)
-    velocity = state[:, :, 3:5].take(cols, axis=1)
-    angular_velocity = state[:, :, 5].take(cols, axis=1)
-    key, columns = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n * 6)  # a view: copied before free
+    position, angle, velocity, angular_velocity = _gather_state(state, _space_columns(world.body_ids, space_ids))
+    key, point, normal, impulse = _contact_rows(arb_buf, np.frombuffer(arb_counts, dtype=np.int64), world.body_ids,
+                                                initial)
     recorder.free()
-    if initial:  # frame 0's contacts (key 0 * n * n + a * n + b) come first
-        init = np.array([(a * n + b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
-        key = np.concatenate((init[:, 0].astype(np.int64), key))
-        columns = [np.concatenate((init[:, j + 1], c)) for j, c in enumerate(columns)]
-
-    contacts = merge_contacts(key, columns, n)
+    contacts = merge_contacts(key, point, normal, impulse, n)
     bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
     events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
@@ -499,50 +490,57 @@ def _settled(body_buf: _CBuffer, k: int, n_space: int) -> bool:
     return bool(speed.max() < SETTLE_SPEED and np.abs(state[..., 5]).max() < SETTLE_SPIN)
 
 
-def _space_columns(world: _World) -> np.ndarray:
-    """For each of our bodies, its place in pymunk's batch iteration order."""
-    probe = _CBuffer()
-    data = _BatchRecorder._descriptor(pbatch.BodyFields.BODY_ID.value, probe)
-    _lib.cpSpaceEachBody(world.space._space, _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched"), data)
-    ids = probe.ints()
-    probe.free()
-    order = np.argsort(ids)
-    return order[np.searchsorted(ids[order], world.body_ids)]
+def _space_columns(ids: np.ndarray, space_ids: np.ndarray) -> np.ndarray:
+    """For each of our bodies (``ids``), its place in pymunk's batch order (``space_ids``)."""
+    order = np.argsort(space_ids)
+    return order[np.searchsorted(space_ids[order], ids)]
 
 
-def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Batched arbiter data -> contact rows in step order, as `merge_contacts` takes them: each
-    row's key ((frame * n + a) * n + b, a < b) and its columns px, py, nx, ny, impulse.
+def _gather_state(state: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """[T, n * 6] rows of pymunk's (x, y, angle, vx, vy, spin) per body in its order -> position,
+    angle, velocity and angular velocity in ours: one `take` of flat columns each (a take on
+    strided views would copy them first)."""
+    T, n = state.shape[0], cols.size
+    at = cols * 6
+    xy = (at[:, None] + np.arange(2)).ravel()
+    return (state.take(xy, axis=1).reshape(T, n, 2), state.take(at + 2, axis=1),
+            state.take(xy + 3, axis=1).reshape(T, n, 2), state.take(at + 5, axis=1))
 
-    Works column by column on strided views: gathering whole rows of a [K, 3] or [K, 6]
-    array, or writing through a boolean mask and a slice at once, costs 10-40x more
-    per element in numpy (the rows are small)."""
-    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # views: (body a id, body b id, contacts) per arbiter
-    floats = np.frombuffer(buf.float_buf(), dtype=np.float64)  # (impulse x, y, normal x, y, point x, y)
-    if ints.size == 0:
-        return np.zeros(0, np.int64), [np.zeros(0) for _ in range(5)]
-    n = len(world.bodies)
+
+def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
+                  initial: list[tuple[int, int, tuple, tuple]]) -> tuple[np.ndarray, ...]:
+    """Frame 0's contacts (``initial``) and the batched arbiter data -> contact rows sorted by
+    key ((frame * n + a) * n + b, a < b), as `merge_contacts` takes them: key, point [K, 2],
+    normal [K, 2] (from a to b) and impulse. Every array is a copy: the C buffer is freed next.
+
+    Each arbiter's floats are (impulse, normal, point) as (x, y) pairs, read as one complex
+    column each: a sorted take moves both coordinates at once."""
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # (body a id, body b id, contacts) per arbiter
+    pairs = np.frombuffer(buf.float_buf(), dtype=np.complex128)
+    n, k0 = ids.size, len(initial)
     frame = np.repeat(np.arange(1, counts.size, dtype=np.int64), np.diff(counts) // 3)
-    touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
-    keep = None if touching.all() else np.flatnonzero(touching)
-
-    def column(values: np.ndarray, width: int, j: int) -> np.ndarray:
-        col = values[j::width]
-        return col if keep is None else col[keep]
-
-    ids = world.body_ids
     order = np.argsort(ids)
-    a = order[np.searchsorted(ids[order], column(ints, 3, 0))]
-    b = order[np.searchsorted(ids[order], column(ints, 3, 1))]
-    sign = np.where(a > b, -1.0, 1.0)  # the normal points from a to b
-    key = ((frame if keep is None else frame[keep]) * n + np.minimum(a, b)) * n + np.maximum(a, b)
-    return key, [
-        column(floats, 6, 4).copy(),  # always copies (a one-row view counts as contiguous): the C
-        column(floats, 6, 5).copy(),  # buffer is freed next
-        column(floats, 6, 2) * sign,
-        column(floats, 6, 3) * sign,
-        np.hypot(column(floats, 6, 0), column(floats, 6, 1)),
-    ]
+    a = order[np.searchsorted(ids[order], ints[0::3])]
+    b = order[np.searchsorted(ids[order], ints[1::3])]
+    key = (frame * n + np.minimum(a, b)) * n + np.maximum(a, b)
+    touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
+    kept = int(np.count_nonzero(touching))
+    if kept < key.size:
+        key[~touching] = np.iinfo(np.int64).max  # sorted last, then cut
+    at = np.argsort(key, kind="stable")[:kept]  # step order sorts frames; pairs within a step come unsorted
+    rows = k0 + kept
+    out_key, point, normal = np.empty(rows, np.int64), np.empty(rows, np.complex128), np.empty(rows, np.complex128)
+    for i, (ia, ib, p, q) in enumerate(initial):  # frame 0's keys are 0 * n * n + a * n + b: they come first
+        out_key[i], point[i], normal[i] = ia * n + ib, complex(*p), complex(*q)
+    np.take(key, at, out=out_key[k0:])
+    np.take(pairs[2::3], at, out=point[k0:])
+    np.take(pairs[1::3], at, out=normal[k0:])
+    point, normal = point.view(np.float64).reshape(rows, 2), normal.view(np.float64).reshape(rows, 2)
+    normal[k0:] *= np.where(a > b, -1.0, 1.0).take(at)[:, None]  # the normal points from a to b
+    impulse = np.zeros(rows)
+    total = pairs[0::3].take(at)
+    np.hypot(total.real, total.imag, out=impulse[k0:])
+    return out_key, point, normal, impulse
 
 
 def agent_body(spec: BodySpec) -> Body:
@@ -557,24 +555,22 @@ def agent_body(spec: BodySpec) -> Body:
     )
 
 
-def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> dict[str, np.ndarray]:
+def merge_contacts(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse: np.ndarray,
+                   n: int) -> dict[str, np.ndarray]:
     """One row per (frame, body pair), sorted: impulses summed, points and normals averaged
     (a jar's three parts can touch the same body in one step).
 
-    Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order) and five
-    columns: point x, y, normal x, y, impulse. They stay separate 1-D columns: gathering
-    the rows of a [K, 8] array by index is about 3x slower in numpy than `take` on each
-    column. The caller's arrays are not changed."""
+    Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order), ``point`` and
+    ``normal`` [K, 2] and ``impulse`` [K]. The caller's arrays are not changed."""
     if key.size == 0:
         return empty_contacts(2)
-    cols = list(columns)
     if key.size > 1 and (key[1:] < key[:-1]).any():  # step order sorts frames; pairs within a step come unsorted
         order = np.argsort(key, kind="stable")
-        key, cols = key[order], [c.take(order) for c in cols]
+        key, point, normal, impulse = key[order], point[order], normal[order], impulse[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     if first.all():
-        return _contact_columns(key, n, *cols)
+        return _contact_columns(key, n, point, normal, impulse)
     starts = np.flatnonzero(first)
     counts = np.diff(np.append(starts, key.size))
     # Rows of one key are summed in an order fixed by their values: chipmunk's arbiter order
@@ -584,35 +580,29 @@ def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> di
     big = counts >= 3
     if big.any():
         at = np.flatnonzero(np.repeat(big, counts))
-        k, group = key[at], [c[at] for c in cols]
-        order = np.lexsort((group[0], k))
-        x, ks = group[0][order], k[order]
+        k, p, q, i = key[at], point[at], normal[at], impulse[at]
+        order = np.lexsort((p[:, 0], k))
+        x, ks = p[order, 0], k[order]
         if ((x[1:] == x[:-1]) & (ks[1:] == ks[:-1])).any():
-            order = np.lexsort((*group[::-1], k))
-        cols = [c.copy() for c in cols]  # the caller's columns stay as they were
-        for c, g in zip(cols, group):
-            c[at] = g[order]
-    px, py, nx, ny, impulse = (np.add.reduceat(c, starts) for c in cols)
-    nx, ny = _unit(nx, ny)
-    return _contact_columns(key[starts], n, px / counts, py / counts, nx, ny, impulse)
+            order = np.lexsort((i, q[:, 1], q[:, 0], p[:, 1], p[:, 0], k))
+        point, normal, impulse = point.copy(), normal.copy(), impulse.copy()  # the caller's stay as they were
+        point[at], normal[at], impulse[at] = p[order], q[order], i[order]
+    # reduceat along rows sums each column as it would alone (checked bit for bit)
+    total = np.add.reduceat(normal, starts, axis=0)
+    norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
+    unit = np.divide(total, norm[:, None], out=np.zeros_like(total), where=(norm > 0)[:, None])  # zero stays zero
+    return _contact_columns(key[starts], n, np.add.reduceat(point, starts, axis=0) / counts[:, None], unit,
+                            np.add.reduceat(impulse, starts))
 
 
-def _unit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) scaled to length 1 (bit for bit as linalg.norm would); zero vectors stay zero."""
-    norm = np.sqrt(x * x + y * y)
-    nz = norm > 0
-    return (np.divide(x, norm, out=np.zeros_like(x), where=nz),
-            np.divide(y, norm, out=np.zeros_like(y), where=nz))
-
-
-def _contact_columns(key: np.ndarray, n: int, px: np.ndarray, py: np.ndarray, nx: np.ndarray, ny: np.ndarray,
+def _contact_columns(key: np.ndarray, n: int, point: np.ndarray, normal: np.ndarray,
                      impulse: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "contact_frame": (key // (n * n)).astype(np.int32),
         "contact_a": ((key // n) % n).astype(np.int16),
         "contact_b": (key % n).astype(np.int16),
-        "contact_point": np.stack((px, py), axis=1),
-        "contact_normal": np.stack((nx, ny), axis=1),
+        "contact_point": np.ascontiguousarray(point, dtype=np.float64),
+        "contact_normal": np.ascontiguousarray(normal, dtype=np.float64),
         "contact_impulse": np.ascontiguousarray(impulse, dtype=np.float64),
     }
 
