@@ -9,7 +9,7 @@ import pytest
 
 import phyre_recorder_reference as reference  # noqa: E402  (tests/simulators is on sys.path)
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
-from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace
+from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace, collision_events
 
 ACTIONS_PER_TEMPLATE = 2
 
@@ -82,3 +82,19 @@ def test_differences_sees_one_bit():
     other.position.view(np.uint64)[-1, -1, -1] ^= 1
     other.meta["steps"] = float(other.meta["steps"])
     assert [d.split(":")[0] for d in differences(other, tr)] == ["position", "meta"]
+
+
+def test_collision_events_equal_the_reference_on_any_rows():
+    """Unsorted rows, repeated rows, runs at the first and last frames, frames not from 0."""
+    rng = np.random.default_rng(7)
+    names = [f"body {i}" for i in range(6)]
+    for trial in range(40):
+        k = int(rng.integers(1, 200))
+        frame = rng.integers(0, 30, k) + (5 if trial % 4 == 3 else 0)
+        a = rng.integers(0, 5, k)
+        b = a + 1 + rng.integers(0, 5 - a)
+        if trial % 2:
+            order = np.lexsort((b, a, frame))  # as traces store them: by frame
+            frame, a, b = frame[order], a[order], b[order]
+        args = frame.astype(np.int32), a.astype(np.int16), b.astype(np.int16), 30, names
+        assert repr(collision_events(*args)) == repr(reference.collision_events(*args)), trial

@@ -535,12 +535,11 @@ def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
     np.take(key, at, out=out_key[k0:])
     np.take(pairs[2::3], at, out=point[k0:])
     np.take(pairs[1::3], at, out=normal[k0:])
-    point, normal = point.view(np.float64).reshape(rows, 2), normal.view(np.float64).reshape(rows, 2)
-    normal[k0:] *= np.where(a > b, -1.0, 1.0).take(at)[:, None]  # the normal points from a to b
+    np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at))  # the normal points from a to b
     impulse = np.zeros(rows)
     total = pairs[0::3].take(at)
     np.hypot(total.real, total.imag, out=impulse[k0:])
-    return out_key, point, normal, impulse
+    return out_key, _as_xy(point), _as_xy(normal), impulse
 
 
 def agent_body(spec: BodySpec) -> Body:
@@ -564,43 +563,53 @@ def merge_contacts(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impul
     ``normal`` [K, 2] and ``impulse`` [K]. The caller's arrays are not changed."""
     if key.size == 0:
         return empty_contacts(2)
+    # an (x, y) row as one complex number: one take moves it, and complex numbers sort as (x, y)
+    p, q = _as_pairs(point), _as_pairs(normal)
     if key.size > 1 and (key[1:] < key[:-1]).any():  # step order sorts frames; pairs within a step come unsorted
         order = np.argsort(key, kind="stable")
-        key, point, normal, impulse = key[order], point[order], normal[order], impulse[order]
+        key, p, q, impulse = key[order], p[order], q[order], impulse[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     if first.all():
-        return _contact_columns(key, n, point, normal, impulse)
+        return _contact_columns(key, n, _as_xy(p), _as_xy(q), impulse)
     starts = np.flatnonzero(first)
     counts = np.diff(np.append(starts, key.size))
     # Rows of one key are summed in an order fixed by their values: chipmunk's arbiter order
     # follows memory addresses, so it differs between processes, and so would the last bits
     # of the sums. Two rows sum the same in either order (IEEE addition commutes): only
-    # groups of three or more are ordered, by point x, and by every column if x ties.
+    # groups of three or more are ordered, by point, then normal, then impulse.
     big = counts >= 3
     if big.any():
         at = np.flatnonzero(np.repeat(big, counts))
-        k, p, q, i = key[at], point[at], normal[at], impulse[at]
-        order = np.lexsort((p[:, 0], k))
-        x, ks = p[order, 0], k[order]
-        if ((x[1:] == x[:-1]) & (ks[1:] == ks[:-1])).any():
-            order = np.lexsort((i, q[:, 1], q[:, 0], p[:, 1], p[:, 0], k))
-        point, normal, impulse = point.copy(), normal.copy(), impulse.copy()  # the caller's stay as they were
-        point[at], normal[at], impulse[at] = p[order], q[order], i[order]
+        order = np.lexsort((impulse[at], q[at], p[at], key[at]))
+        p, q, impulse = p.copy(), q.copy(), impulse.copy()  # the caller's stay as they were
+        p[at], q[at], impulse[at] = p[at][order], q[at][order], impulse[at][order]
     # reduceat along rows sums each column as it would alone (checked bit for bit)
-    total = np.add.reduceat(normal, starts, axis=0)
+    total = np.add.reduceat(_as_xy(q), starts, axis=0)
     norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
     unit = np.divide(total, norm[:, None], out=np.zeros_like(total), where=(norm > 0)[:, None])  # zero stays zero
-    return _contact_columns(key[starts], n, np.add.reduceat(point, starts, axis=0) / counts[:, None], unit,
+    return _contact_columns(key[starts], n, np.add.reduceat(_as_xy(p), starts, axis=0) / counts[:, None], unit,
                             np.add.reduceat(impulse, starts))
+
+
+def _as_pairs(xy: np.ndarray) -> np.ndarray:
+    """[K, 2] floats -> [K] complex x + iy (a view when it can be)."""
+    return np.ascontiguousarray(xy, dtype=np.float64).view(np.complex128).reshape(-1)
+
+
+def _as_xy(pairs: np.ndarray) -> np.ndarray:
+    return pairs.view(np.float64).reshape(-1, 2)
 
 
 def _contact_columns(key: np.ndarray, n: int, point: np.ndarray, normal: np.ndarray,
                      impulse: np.ndarray) -> dict[str, np.ndarray]:
+    frame = key // (n * n)  # integer division by a scalar is fast in numpy, remainder is not
+    pair = key - frame * (n * n)
+    a = pair // n
     return {
-        "contact_frame": (key // (n * n)).astype(np.int32),
-        "contact_a": ((key // n) % n).astype(np.int16),
-        "contact_b": (key % n).astype(np.int16),
+        "contact_frame": frame.astype(np.int32),
+        "contact_a": a.astype(np.int16),
+        "contact_b": (pair - a * n).astype(np.int16),
         "contact_point": np.ascontiguousarray(point, dtype=np.float64),
         "contact_normal": np.ascontiguousarray(normal, dtype=np.float64),
         "contact_impulse": np.ascontiguousarray(impulse, dtype=np.float64),
