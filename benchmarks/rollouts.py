@@ -36,7 +36,7 @@ from pymunk._chipmunk_cffi import lib as _lib
 
 from simpatterns.simulators.phyre import TEMPLATES, Scene, check_action, get_template, simulate
 from machine import machine_line
-from simpatterns.simulators.phyre.physics import DAMP_EVERY, DT, MAX_STEPS, _BatchRecorder, _World, scene_specs
+from simpatterns.simulators.phyre.physics import DAMP_EVERY, DT, MAX_STEPS, _World, damper, scene_specs
 
 
 # Baselines: the simulator's own world, stepped without recording (they live here, not in
@@ -45,7 +45,7 @@ def step_bare(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> 
     """Bare pymunk stepping of the same world (benchmark baseline): no recording."""
     specs = scene_specs(scene, action)
     world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
+    damp = damper([world.bodies[i] for i in world.dynamic_index])
     step = world.space.step
     for k in range(1, steps + 1):
         step(DT)
@@ -57,7 +57,7 @@ def step_raw(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> N
     """The floor: the same world stepped by chipmunk's C step with no Python wrapper."""
     specs = scene_specs(scene, action)
     world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
+    damp = damper([world.bodies[i] for i in world.dynamic_index])
     world.space.step(0.0)
     cp_step, sp = _lib.cpSpaceStep, world.space._space
     for k in range(1, steps + 1):

@@ -24,9 +24,10 @@ rollout and the same rollout run in full give the same frames the same times.
 from __future__ import annotations
 
 import math
+import threading
 from array import array
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pymunk
@@ -298,16 +299,25 @@ _DAMP = (1.0 / (1.0 + DT * ANGULAR_DAMPING)) ** DAMP_EVERY
 
 
 class _CBuffer:
-    """Growable C arrays for pymunk's batch iterators, freed with this object.
+    """C arrays for pymunk's batch iterators, owned here.
 
     pymunk 7's ``batch.Buffer`` never frees its arrays (about 1 MB leaked per
-    1000-step rollout), so we own them: ``ffi.gc`` frees them on collection
-    and `free` does it at once. Data leaves only as numpy copies.
+    1000-step rollout), so we own them: ``ffi.gc`` frees them with this object.
+    Data leaves only as numpy copies, so a thread's next rollout can reuse them
+    (`_BatchRecorder`): fresh C memory costs zeroing and page faults every time.
     """
 
-    def __init__(self, floats: int = 0) -> None:
-        self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(floats), _lib.pmFloatArrayFree)
+    def __init__(self) -> None:
+        self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(0), _lib.pmFloatArrayFree)
         self._int_arr = _ffi.gc(_lib.pmIntArrayNew(0), _lib.pmIntArrayFree)
+
+    def clear(self, floats: int = 0) -> None:
+        """Empty both arrays, with room for ``floats`` floats (growing by half at a time would
+        copy them about twice over)."""
+        if self._float_arr.max < floats + 2:  # pymunk grows an array one slot before it is full
+            self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(floats + 2), _lib.pmFloatArrayFree)
+        self._float_arr.num = 0
+        self._int_arr.num = 0
 
     def float_buf(self):
         return _ffi.buffer(self._float_arr.arr, _ffi.sizeof("cpFloat") * self._float_arr.num)
@@ -318,9 +328,8 @@ class _CBuffer:
     def ints(self) -> np.ndarray:
         return np.frombuffer(self.int_buf(), dtype=np.uintp).copy()
 
-    def free(self) -> None:
-        _ffi.release(self._float_arr)
-        _ffi.release(self._int_arr)
+
+_spare = threading.local()  # each thread's C buffers between its rollouts (`_BatchRecorder.release`)
 
 
 class _BatchRecorder:
@@ -331,16 +340,16 @@ class _BatchRecorder:
     copy itself at 60 Hz x 1000 steps.
     """
 
-    def __init__(self, space: pymunk.Space, dyn: list[pymunk.Body], frames: int = 0):
-        # room for ``frames`` frames of body state up front (growing by half at a time would copy
-        # it about twice over); pymunk grows an array one slot before it is full
-        self.body_buf, self.arb_buf = _CBuffer(frames * len(space.bodies) * 6 + 2), _CBuffer()
+    def __init__(self, space: pymunk.Space, frames: int):
+        self.body_buf, self.arb_buf = getattr(_spare, "buffers", None) or (_CBuffer(), _CBuffer())
+        _spare.buffers = None
+        self.body_buf.clear(frames * len(space.bodies) * 6)
+        self.arb_buf.clear()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
         self._arb_data = self._descriptor(_ARB_FIELDS.value, self.arb_buf)
         self._body_fn = _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched")
         self._arb_fn = _ffi.addressof(_lib, "pmSpaceArbiterIteratorFuncBatched")
-        self._dyn = [b._body for b in dyn]
 
     @staticmethod
     def _descriptor(fields: int, buf: _CBuffer):
@@ -356,14 +365,21 @@ class _BatchRecorder:
         _lib.cpSpaceEachBody(self._space, self._body_fn, data)
         return self.body_buf.ints()
 
-    def free(self) -> None:
-        self.body_buf.free()
-        self.arb_buf.free()
+    def release(self) -> None:
+        """Hand the buffers to this thread's next recorder, once their data is copied out."""
+        _spare.buffers = (self.body_buf, self.arb_buf)
 
-    def damp(self) -> None:
-        get, set_ = _lib.cpBodyGetAngularVelocity, _lib.cpBodySetAngularVelocity
-        for b in self._dyn:
+
+def damper(dyn: list[pymunk.Body]) -> Callable[[], None]:
+    """Applies `DAMP_EVERY` steps of Box2D's angular damping to ``dyn`` at once."""
+    bodies = [b._body for b in dyn]
+    get, set_ = _lib.cpBodyGetAngularVelocity, _lib.cpBodySetAngularVelocity
+
+    def damp() -> None:
+        for b in bodies:
             set_(b, get(b) * _DAMP)
+
+    return damp
 
 
 SETTLE_FRAMES = 30  # 0.5 s of rest
@@ -397,7 +413,7 @@ def _run(
     goal_touch_now = any(a == goal_a and b == goal_b for a, b, _, _ in initial)
 
     dyn = [world.bodies[i] for i in world.dynamic_index]
-    recorder = _BatchRecorder(space, dyn, max_steps + 1)
+    recorder = _BatchRecorder(space, max_steps + 1)
     space_ids = recorder.record_first()
     space.step(0.0)  # lets pymunk validate masses once; then the loop steps in C directly
     arb_counts = array("q", [0])  # int64 appends, read by numpy without a copy
@@ -407,7 +423,7 @@ def _run(
     cp_step, sp = _lib.cpSpaceStep, space._space
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
-    arb_ints, damp, count = recorder.arb_buf._int_arr, recorder.damp, arb_counts.append
+    arb_ints, damp, count = recorder.arb_buf._int_arr, damper(dyn), arb_counts.append
     body_buf, n_space = recorder.body_buf, len(space.bodies)
     settled_frame: int | None = None
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
@@ -442,7 +458,7 @@ def _run(
     position, angle, velocity, angular_velocity = _gather_state(state, _space_columns(world.body_ids, space_ids))
     key, point, normal, impulse = _contact_rows(arb_buf, np.frombuffer(arb_counts, dtype=np.int64), world.body_ids,
                                                 initial)
-    recorder.free()
+    recorder.release()
     contacts = merge_contacts(key, point, normal, impulse, n)
     bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
