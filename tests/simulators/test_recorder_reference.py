@@ -69,6 +69,20 @@ def test_options_equal_the_reference(cases):
         assert differences(new, ref) == [], (tid, kwargs)
     scene = cases[0][1]
     assert differences(simulate(scene, None).trace, reference.simulate(scene, None).trace) == []
+    assert (
+        differences(
+            simulate(scene, cases[0][2], max_steps=0).trace, reference.simulate(scene, cases[0][2], max_steps=0).trace
+        )
+        == []
+    )
+
+
+def test_a_solved_rollout_equals_the_reference():
+    """Stopping at success (the goal callback, `solved_frame`, the run cut short)."""
+    scene, action = first_scene("00007"), [0.5939242016131683, 0.84829120827506, 0.14547353818653175]
+    new, ref = simulate(scene, action).trace, reference.simulate(scene, action).trace
+    assert ref.success and ref.meta["steps"] < 1000  # else pick another action: this one solved 00007 at frame 878
+    assert differences(new, ref) == []
 
 
 def test_differences_sees_one_bit():
