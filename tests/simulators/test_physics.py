@@ -278,9 +278,9 @@ def test_merged_contacts_do_not_depend_on_the_order_chipmunk_reports_arbiters():
     # processes); a jar's parts give several rows per (frame, pair), which are summed
     from simpatterns.simulators.phyre.physics import merge_contacts
 
-    def merge(rows):  # rows of (frame, a, b, px, py, nx, ny, impulse) -> merge_contacts' key and blocks
+    def merge(rows):  # rows of (frame, a, b, px, py, nx, ny, impulse) -> merge_contacts' key and columns
         key = (rows[:, 0].astype(np.int64) * 3 + rows[:, 1].astype(np.int64)) * 3 + rows[:, 2].astype(np.int64)
-        return merge_contacts(key, rows[:, 3:5].copy(), rows[:, 5:7].copy(), rows[:, 7].copy(), 3)
+        return merge_contacts(key, [rows[:, j].copy() for j in range(3, 8)], 3)
 
     rng = np.random.default_rng(0)
     frames = np.repeat(np.arange(1, 41), 6)
@@ -299,10 +299,9 @@ def test_merged_contacts_do_not_depend_on_the_order_chipmunk_reports_arbiters():
     # the caller's columns are left as they were
     for key in ([7, 7, 7, 4], [4, 7, 7, 7]):  # unsorted, and sorted with a group of 3 to order
         key = np.array(key, dtype=np.int64)
-        columns = [np.column_stack([[3.0, 1.0, 2.0, 0.0], rng.normal(size=4)]), rng.normal(size=(4, 2)),
-                   rng.normal(size=4)]
+        columns = [np.array([3.0, 1.0, 2.0, 0.0])] + [rng.normal(size=4) for _ in range(4)]
         before = key.copy(), [c.copy() for c in columns]
-        merge_contacts(key, *columns, 3)
+        merge_contacts(key, columns, 3)
         assert key.tobytes() == before[0].tobytes()
         assert all(c.tobytes() == b.tobytes() for c, b in zip(columns, before[1]))
     # three rows of one pair: the impulse is their sum, the point their mean, the normal their unit sum

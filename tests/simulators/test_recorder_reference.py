@@ -9,6 +9,7 @@ import pytest
 
 import phyre_recorder_reference as reference  # noqa: E402  (tests/simulators is on sys.path)
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+from simpatterns.simulators.phyre.physics import merge_contacts
 from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace, collision_events
 
 ACTIONS_PER_TEMPLATE = 2
@@ -112,3 +113,24 @@ def test_collision_events_equal_the_reference_on_any_rows():
             frame, a, b = frame[order], a[order], b[order]
         args = frame.astype(np.int32), a.astype(np.int16), b.astype(np.int16), 30, names
         assert repr(collision_events(*args)) == repr(reference.collision_events(*args)), trial
+
+
+def test_merge_contacts_equals_the_reference_on_any_rows():
+    """Groups of 1 to 5 rows per key, rows that tie in every column but one (as a jar's parts
+    give), zeros of both signs, unsorted keys."""
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        key = np.sort(rng.integers(0, 40, int(rng.integers(1, 120)))).astype(np.int64)
+        values = rng.normal(size=(key.size, 5)) * 10.0 ** rng.integers(-3, 4, size=(key.size, 5))
+        values[rng.random(values.shape) < 0.1] = -0.0
+        same = np.flatnonzero((key[1:] == key[:-1]) & (rng.random(key.size - 1) < 0.6)) + 1
+        tied = int(rng.integers(1, 5))  # columns a row shares with the one before it
+        values[same, :tied] = values[same - 1, :tied]
+        if trial % 3 == 0:
+            order = rng.permutation(key.size)
+            key, values = key[order], values[order]
+        columns = [values[:, j].copy() for j in range(5)]
+        new, ref = merge_contacts(key, columns, 4), reference.merge_contacts(key, columns, 4)
+        assert new.keys() == ref.keys()
+        for name in ref:
+            assert new[name].dtype == ref[name].dtype and new[name].tobytes() == ref[name].tobytes(), (trial, name)

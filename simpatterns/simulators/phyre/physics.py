@@ -459,7 +459,7 @@ def _run(
     key, point, normal, impulse = _contact_rows(arb_buf, np.frombuffer(arb_counts, dtype=np.int64), world.body_ids,
                                                 initial)
     recorder.release()
-    contacts = merge_contacts(key, point, normal, impulse, n)
+    contacts = _merge_rows(key, point, normal, impulse, n)
     bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
     events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
@@ -526,7 +526,7 @@ def _gather_state(state: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]
 def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
                   initial: list[tuple[int, int, tuple, tuple]]) -> tuple[np.ndarray, ...]:
     """Frame 0's contacts (``initial``) and the batched arbiter data -> contact rows sorted by
-    key ((frame * n + a) * n + b, a < b), as `merge_contacts` takes them: key, point [K, 2],
+    key ((frame * n + a) * n + b, a < b), as `_merge_rows` takes them: key, point [K, 2],
     normal [K, 2] (from a to b) and impulse. Every array is a copy: the C buffer is freed next.
 
     Each arbiter's floats are (impulse, normal, point) as (x, y) pairs, read as one complex
@@ -570,13 +570,20 @@ def agent_body(spec: BodySpec) -> Body:
     )
 
 
-def merge_contacts(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse: np.ndarray,
-                   n: int) -> dict[str, np.ndarray]:
+def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> dict[str, np.ndarray]:
     """One row per (frame, body pair), sorted: impulses summed, points and normals averaged
     (a jar's three parts can touch the same body in one step).
 
-    Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order), ``point`` and
-    ``normal`` [K, 2] and ``impulse`` [K]. The caller's arrays are not changed."""
+    Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order) and five
+    columns: point x, y, normal x, y, impulse. The caller's arrays are not changed."""
+    px, py, nx, ny, impulse = columns
+    return _merge_rows(key, np.column_stack((px, py)), np.column_stack((nx, ny)),
+                       np.asarray(impulse, dtype=np.float64), n)
+
+
+def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse: np.ndarray,
+                n: int) -> dict[str, np.ndarray]:
+    """`merge_contacts` on rows as `_contact_rows` makes them: ``point`` and ``normal`` [K, 2]."""
     if key.size == 0:
         return empty_contacts(2)
     # an (x, y) row as one complex number: one take moves it, and complex numbers sort as (x, y)
