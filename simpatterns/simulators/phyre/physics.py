@@ -515,12 +515,13 @@ def _space_columns(ids: np.ndarray, space_ids: np.ndarray) -> np.ndarray:
 def _gather_state(state: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
     """[T, n * 6] rows of pymunk's (x, y, angle, vx, vy, spin) per body in its order -> position,
     angle, velocity and angular velocity in ours: one `take` of flat columns each (a take on
-    strided views would copy them first)."""
+    strided views would copy them first). Indices here are always in range: ``mode="clip"``
+    skips numpy's checked path, which costs twice the copy."""
     T, n = state.shape[0], cols.size
     at = cols * 6
     xy = (at[:, None] + np.arange(2)).ravel()
-    return (state.take(xy, axis=1).reshape(T, n, 2), state.take(at + 2, axis=1),
-            state.take(xy + 3, axis=1).reshape(T, n, 2), state.take(at + 5, axis=1))
+    return (state.take(xy, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 2, axis=1, mode="clip"),
+            state.take(xy + 3, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 5, axis=1, mode="clip"))
 
 
 def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
@@ -536,8 +537,8 @@ def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
     n, k0 = ids.size, len(initial)
     frame = np.repeat(np.arange(1, counts.size, dtype=np.int64), np.diff(counts) // 3)
     order = np.argsort(ids)
-    a = order[np.searchsorted(ids[order], ints[0::3])]
-    b = order[np.searchsorted(ids[order], ints[1::3])]
+    a = order.take(np.searchsorted(ids[order], ints[0::3]), mode="clip")  # in range: see `_gather_state`
+    b = order.take(np.searchsorted(ids[order], ints[1::3]), mode="clip")
     key = (frame * n + np.minimum(a, b)) * n + np.maximum(a, b)
     touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
     kept = int(np.count_nonzero(touching))
@@ -548,12 +549,12 @@ def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
     out_key, point, normal = np.empty(rows, np.int64), np.empty(rows, np.complex128), np.empty(rows, np.complex128)
     for i, (ia, ib, p, q) in enumerate(initial):  # frame 0's keys are 0 * n * n + a * n + b: they come first
         out_key[i], point[i], normal[i] = ia * n + ib, complex(*p), complex(*q)
-    np.take(key, at, out=out_key[k0:])
-    np.take(pairs[2::3], at, out=point[k0:])
-    np.take(pairs[1::3], at, out=normal[k0:])
-    np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at))  # the normal points from a to b
+    np.take(key, at, out=out_key[k0:], mode="clip")
+    np.take(pairs[2::3], at, out=point[k0:], mode="clip")
+    np.take(pairs[1::3], at, out=normal[k0:], mode="clip")
+    np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at, mode="clip"))  # the normal points from a to b
     impulse = np.zeros(rows)
-    total = pairs[0::3].take(at)
+    total = pairs[0::3].take(at, mode="clip")
     np.hypot(total.real, total.imag, out=impulse[k0:])
     return out_key, _as_xy(point), _as_xy(normal), impulse
 
@@ -604,9 +605,11 @@ def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse:
     big = counts >= 3
     if big.any():
         at = np.flatnonzero(np.repeat(big, counts))
-        order = np.lexsort((impulse[at], q[at], p[at], key[at]))
+        rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
+        order = np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip")))
         p, q, impulse = p.copy(), q.copy(), impulse.copy()  # the caller's stay as they were
-        p[at], q[at], impulse[at] = p[at][order], q[at][order], impulse[at][order]
+        for column, group in zip((p, q, impulse), rows):
+            np.put(column, at, group.take(order, mode="clip"), mode="clip")
     # reduceat along rows sums each column as it would alone (checked bit for bit)
     total = np.add.reduceat(_as_xy(q), starts, axis=0)
     norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
