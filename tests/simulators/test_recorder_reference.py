@@ -9,6 +9,7 @@ import pytest
 
 import phyre_recorder_reference as reference  # noqa: E402  (tests/simulators is on sys.path)
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
+from simpatterns.simulators.phyre import physics
 from simpatterns.simulators.phyre.physics import merge_contacts
 from simpatterns.trace import ARRAY_FIELDS, OPTIONAL_ARRAY_FIELDS, Trace, collision_events
 
@@ -63,9 +64,10 @@ def test_traces_equal_the_reference_on_every_template(cases):
 
 
 def test_options_equal_the_reference(cases):
-    """Stride, settling, a short horizon and a scene without the agent's ball."""
+    """Stride, settling, runs longer than the recorder reserves for, no steps at all, and a scene
+    without the agent's ball."""
     for i, (tid, scene, action) in enumerate(cases[::9]):
-        kwargs = [{"stride": 3}, {"stop_when_settled": True}, {"max_steps": 120, "stop_on_success": False}][i % 3]
+        kwargs = [{"stride": 3}, {"stop_when_settled": True}, {"max_steps": 1200, "stop_on_success": False}][i % 3]
         new, ref = simulate(scene, action, **kwargs).trace, reference.simulate(scene, action, **kwargs).trace
         assert differences(new, ref) == [], (tid, kwargs)
     scene = cases[0][1]
@@ -76,6 +78,14 @@ def test_options_equal_the_reference(cases):
         )
         == []
     )
+
+
+def test_traces_equal_the_reference_when_no_buffers_are_kept(cases, monkeypatch):
+    """Each rollout reuses its thread's C buffers; with none kept, every one starts afresh."""
+    monkeypatch.setattr(physics, "_SPARE_FLOATS", 0)
+    for tid, scene, action in cases[:4]:
+        new, ref = simulate(scene, action, max_steps=90).trace, reference.simulate(scene, action, max_steps=90).trace
+        assert differences(new, ref) == [], tid
 
 
 def test_a_solved_rollout_equals_the_reference():

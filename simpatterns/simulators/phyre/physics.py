@@ -328,8 +328,13 @@ class _CBuffer:
     def ints(self) -> np.ndarray:
         return np.frombuffer(self.int_buf(), dtype=np.uintp).copy()
 
+    def capacity(self) -> int:
+        """The larger of the two arrays' capacities, in items."""
+        return max(self._float_arr.max, self._int_arr.max)
+
 
 _spare = threading.local()  # each thread's C buffers between its rollouts (`_BatchRecorder.release`)
+_SPARE_FLOATS = 1 << 20  # the largest arrays kept (8 MB each); a 1000-step run of 40 bodies needs 240,000
 
 
 class _BatchRecorder:
@@ -343,7 +348,7 @@ class _BatchRecorder:
     def __init__(self, space: pymunk.Space, frames: int):
         self.body_buf, self.arb_buf = getattr(_spare, "buffers", None) or (_CBuffer(), _CBuffer())
         _spare.buffers = None
-        self.body_buf.clear(frames * len(space.bodies) * 6)
+        self.body_buf.clear(min(frames, MAX_STEPS + 1) * len(space.bodies) * 6)  # a longer run grows it
         self.arb_buf.clear()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
@@ -366,8 +371,10 @@ class _BatchRecorder:
         return self.body_buf.ints()
 
     def release(self) -> None:
-        """Hand the buffers to this thread's next recorder, once their data is copied out."""
-        _spare.buffers = (self.body_buf, self.arb_buf)
+        """Hand the buffers to this thread's next recorder, once their data is copied out
+        (unless a long run made them large: then they are freed)."""
+        if max(self.body_buf.capacity(), self.arb_buf.capacity()) <= _SPARE_FLOATS:
+            _spare.buffers = (self.body_buf, self.arb_buf)
 
 
 def damper(dyn: list[pymunk.Body]) -> Callable[[], None]:
