@@ -13,8 +13,12 @@ run is 1000 steps (no early stop), measured in the same process and run:
 - ``raw``: the same world stepped through chipmunk's C step with no Python
   wrapper (the floor).
 
-The three are interleaved rollout by rollout, so they see the same machine
-load; the load average and core count are printed. Reports rollouts/s on one core, the ratio recorded/bare (target <= 1.15) and
+- ``before``: the recorder as it was before issue 32's speed-up, frozen under
+  ``tests/simulators/phyre_recorder_reference.py`` (skipped where tests/ is absent).
+
+They are interleaved rollout by rollout, so they see the same machine
+load; the load average and core count are printed. Reports rollouts/s on one core, the ratio
+recorded/bare (target <= 1.25, issue 32), the same for the recorder before, and
 peak memory per trace (tracemalloc peak during one rollout, and the trace's
 array bytes). With ``--phyre`` it also times the reference PHYRE (Box2D)
 simulating random actions with every step recorded, on its own tasks of the
@@ -26,8 +30,10 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 from typing import Sequence
 
@@ -36,7 +42,7 @@ from pymunk._chipmunk_cffi import lib as _lib
 
 from simpatterns.simulators.phyre import TEMPLATES, Scene, check_action, get_template, simulate
 from machine import machine_line
-from simpatterns.simulators.phyre.physics import DAMP_EVERY, DT, MAX_STEPS, _BatchRecorder, _World, scene_specs
+from simpatterns.simulators.phyre.physics import DAMP_EVERY, DT, MAX_STEPS, _World, damper, scene_specs
 
 
 # Baselines: the simulator's own world, stepped without recording (they live here, not in
@@ -45,7 +51,7 @@ def step_bare(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> 
     """Bare pymunk stepping of the same world (benchmark baseline): no recording."""
     specs = scene_specs(scene, action)
     world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
+    damp = damper([world.bodies[i] for i in world.dynamic_index])
     step = world.space.step
     for k in range(1, steps + 1):
         step(DT)
@@ -57,13 +63,24 @@ def step_raw(scene: Scene, action: Sequence[float], steps: int = MAX_STEPS) -> N
     """The floor: the same world stepped by chipmunk's C step with no Python wrapper."""
     specs = scene_specs(scene, action)
     world = _World(specs)
-    damp = _BatchRecorder(world.space, [world.bodies[i] for i in world.dynamic_index]).damp
+    damp = damper([world.bodies[i] for i in world.dynamic_index])
     world.space.step(0.0)
     cp_step, sp = _lib.cpSpaceStep, world.space._space
     for k in range(1, steps + 1):
         cp_step(sp, DT)
         if k % DAMP_EVERY == 0:
             damp()
+
+
+def reference_simulate():
+    """The recorder before issue 32's speed-up (its frozen copy in tests/), or None."""
+    tests = Path(__file__).resolve().parents[1] / "tests" / "simulators"
+    if not (tests / "phyre_recorder_reference.py").exists():
+        return None
+    sys.path.insert(0, str(tests))
+    import phyre_recorder_reference
+
+    return phyre_recorder_reference.simulate
 
 
 def rss_mb() -> float:
@@ -129,10 +146,12 @@ def main() -> None:
     args = ap.parse_args()
     cases = mix()
     simulate(*cases[0])  # warm-up
-    rec, bare, raw, early = timed([lambda s, a: simulate(s, a, stop_on_success=False),
-                                   lambda s, a: step_bare(s, a, MAX_STEPS),
-                                   lambda s, a: step_raw(s, a, MAX_STEPS),
-                                   lambda s, a: simulate(s, a)], cases, args.reps)
+    before_simulate = reference_simulate()
+    fns = [lambda s, a: simulate(s, a, stop_on_success=False), lambda s, a: step_bare(s, a, MAX_STEPS),
+           lambda s, a: step_raw(s, a, MAX_STEPS), lambda s, a: simulate(s, a)]
+    if before_simulate is not None:
+        fns.append(lambda s, a: before_simulate(s, a, stop_on_success=False))
+    rec, bare, raw, early, *before = timed(fns, cases, args.reps)
 
     peaks, nbytes = [], []
     for scene, a in cases:
@@ -149,8 +168,11 @@ def main() -> None:
     print(f"recorded (full Trace)  : {1 / rec:7.1f} rollouts/s  ({rec * 1e3:.2f} ms)")
     print(f"bare pymunk Space.step : {1 / bare:7.1f} rollouts/s  ({bare * 1e3:.2f} ms)")
     print(f"raw chipmunk C step    : {1 / raw:7.1f} rollouts/s  ({raw * 1e3:.2f} ms)")
-    print(f"recorded / bare        : {rec / bare:.3f}   (target <= 1.15)")
+    print(f"recorded / bare        : {rec / bare:.3f}   (target <= 1.25)")
     print(f"recorded / raw         : {rec / raw:.3f}")
+    if before:
+        print(f"before issue 32 / bare : {before[0] / bare:.3f}   (the frozen reference recorder, same run)")
+        print(f"recorded / before      : {rec / before[0]:.3f}")
     print(f"recorded, stop at success (PHYRE default): {1 / early:.1f} rollouts/s")
     print(f"peak memory per trace  : {np.mean(peaks) / 1e6:.2f} MB mean, {np.max(peaks) / 1e6:.2f} MB max "
           f"(Python heap, tracemalloc; trace arrays {np.mean(nbytes) / 1e6:.2f} MB mean)")

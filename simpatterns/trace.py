@@ -808,24 +808,26 @@ def collision_events(
     if contact_frame.size == 0:
         return []
     n = len(names)
-    key = contact_a.astype(np.int64) * n + contact_b.astype(np.int64)
-    if contact_frame.size > 1 and (contact_frame[1:] < contact_frame[:-1]).any():
-        order = np.lexsort((contact_frame, key))
-    else:  # rows in frame order (as traces store them): a stable sort by pair is the same order, 3x cheaper
-        order = np.argsort(key, kind="stable")
-    k, f = key[order], contact_frame[order].astype(np.int64)
-    new_run = np.ones(k.size, dtype=bool)
-    new_run[1:] = (k[1:] != k[:-1]) | (f[1:] != f[:-1] + 1)
-    run_end = np.ones(k.size, dtype=bool)
+    # one integer per row, ordered by pair, then frame: a plain sort, no argsort and gathers
+    f = contact_frame.astype(np.int64)
+    lo = int(f.min())
+    span = int(f.max()) - lo + 2  # a run's end frame (last + 1) stays inside its pair's span
+    pair = contact_a.astype(np.int64) * n + contact_b
+    code = np.sort(pair * span + (f - lo))
+    new_run = np.ones(code.size, dtype=bool)
+    new_run[1:] = code[1:] != code[:-1] + 1
+    run_end = np.ones(code.size, dtype=bool)
     run_end[:-1] = new_run[1:]
-    run_end &= f + 1 < num_frames  # a run still open at the last frame has no end
-    frame = np.concatenate((f[new_run], f[run_end] + 1))
-    pair = np.concatenate((k[new_run], k[run_end]))
-    is_start = np.concatenate((np.ones(int(new_run.sum()), np.int8), np.zeros(int(run_end.sum()), np.int8)))
-    at = np.lexsort((is_start, pair, frame))  # by frame, then pair, an end before a start
+    ends = code[run_end] + 1
+    ends = ends[ends % span + lo < num_frames]  # a run still open at the last frame has no end
+    starts = code[new_run]
+    # by frame, then pair, an end before a start
+    event = np.sort(np.concatenate((((starts % span) * n * n + starts // span) * 2 + 1,
+                                    ((ends % span) * n * n + ends // span) * 2)))
+    when, pair = np.divmod(event >> 1, n * n)
     return [
-        RawEvent(COLLISION_START if start else COLLISION_END, fr, {"object_a": names[p // n], "object_b": names[p % n]})
-        for fr, p, start in zip(frame[at].tolist(), pair[at].tolist(), is_start[at].tolist())
+        RawEvent(COLLISION_START if start else COLLISION_END, fr + lo, {"object_a": names[p // n], "object_b": names[p % n]})
+        for fr, p, start in zip(when.tolist(), pair.tolist(), (event & 1).tolist())
     ]
 
 

@@ -24,8 +24,10 @@ rollout and the same rollout run in full give the same frames the same times.
 from __future__ import annotations
 
 import math
+import threading
+from array import array
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pymunk
@@ -297,16 +299,25 @@ _DAMP = (1.0 / (1.0 + DT * ANGULAR_DAMPING)) ** DAMP_EVERY
 
 
 class _CBuffer:
-    """Growable C arrays for pymunk's batch iterators, freed with this object.
+    """C arrays for pymunk's batch iterators, owned here.
 
     pymunk 7's ``batch.Buffer`` never frees its arrays (about 1 MB leaked per
-    1000-step rollout), so we own them: ``ffi.gc`` frees them on collection
-    and `free` does it at once. Data leaves only as numpy copies.
+    1000-step rollout), so we own them: ``ffi.gc`` frees them with this object.
+    Data leaves only as numpy copies, so a thread's next rollout can reuse them
+    (`_BatchRecorder`): fresh C memory costs zeroing and page faults every time.
     """
 
     def __init__(self) -> None:
         self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(0), _lib.pmFloatArrayFree)
         self._int_arr = _ffi.gc(_lib.pmIntArrayNew(0), _lib.pmIntArrayFree)
+
+    def clear(self, floats: int = 0) -> None:
+        """Empty both arrays, with room for ``floats`` floats (growing by half at a time would
+        copy them about twice over)."""
+        if self._float_arr.max < floats + 2:  # pymunk grows an array one slot before it is full
+            self._float_arr = _ffi.gc(_lib.pmFloatArrayNew(floats + 2), _lib.pmFloatArrayFree)
+        self._float_arr.num = 0
+        self._int_arr.num = 0
 
     def float_buf(self):
         return _ffi.buffer(self._float_arr.arr, _ffi.sizeof("cpFloat") * self._float_arr.num)
@@ -314,15 +325,16 @@ class _CBuffer:
     def int_buf(self):
         return _ffi.buffer(self._int_arr.arr, _ffi.sizeof("uintptr_t") * self._int_arr.num)
 
-    def floats(self) -> np.ndarray:
-        return np.frombuffer(self.float_buf(), dtype=np.float64).copy()
-
     def ints(self) -> np.ndarray:
         return np.frombuffer(self.int_buf(), dtype=np.uintp).copy()
 
-    def free(self) -> None:
-        _ffi.release(self._float_arr)
-        _ffi.release(self._int_arr)
+    def capacity(self) -> int:
+        """The larger of the two arrays' capacities, in items."""
+        return max(self._float_arr.max, self._int_arr.max)
+
+
+_spare = threading.local()  # each thread's C buffers between its rollouts (`_BatchRecorder.release`)
+_SPARE_FLOATS = 1 << 20  # the largest arrays kept (8 MB each); a 1000-step run of 40 bodies needs 240,000
 
 
 class _BatchRecorder:
@@ -333,14 +345,16 @@ class _BatchRecorder:
     copy itself at 60 Hz x 1000 steps.
     """
 
-    def __init__(self, space: pymunk.Space, dyn: list[pymunk.Body]):
-        self.body_buf, self.arb_buf = _CBuffer(), _CBuffer()
+    def __init__(self, space: pymunk.Space, frames: int):
+        self.body_buf, self.arb_buf = getattr(_spare, "buffers", None) or (_CBuffer(), _CBuffer())
+        _spare.buffers = None
+        self.body_buf.clear(min(frames, MAX_STEPS + 1) * len(space.bodies) * 6)  # a longer run grows it
+        self.arb_buf.clear()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
         self._arb_data = self._descriptor(_ARB_FIELDS.value, self.arb_buf)
         self._body_fn = _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched")
         self._arb_fn = _ffi.addressof(_lib, "pmSpaceArbiterIteratorFuncBatched")
-        self._dyn = [b._body for b in dyn]
 
     @staticmethod
     def _descriptor(fields: int, buf: _CBuffer):
@@ -350,21 +364,29 @@ class _BatchRecorder:
         data.intArray = buf._int_arr
         return data
 
-    def record_bodies(self) -> None:
-        _lib.cpSpaceEachBody(self._space, self._body_fn, self._body_data)
+    def record_first(self) -> np.ndarray:
+        """Record frame 0, and return the body ids in the order pymunk records bodies."""
+        data = self._descriptor(_BODY_FIELDS.value | pbatch.BodyFields.BODY_ID.value, self.body_buf)
+        _lib.cpSpaceEachBody(self._space, self._body_fn, data)
+        return self.body_buf.ints()
 
-    def record_arbiters(self) -> int:
-        _lib.cpSpaceEachCachedArbiter(self._space, self._arb_fn, self._arb_data)
-        return self.arb_buf._int_arr.num
+    def release(self) -> None:
+        """Hand the buffers to this thread's next recorder, once their data is copied out
+        (unless a long run made them large: then they are freed)."""
+        if max(self.body_buf.capacity(), self.arb_buf.capacity()) <= _SPARE_FLOATS:
+            _spare.buffers = (self.body_buf, self.arb_buf)
 
-    def free(self) -> None:
-        self.body_buf.free()
-        self.arb_buf.free()
 
-    def damp(self) -> None:
-        get, set_ = _lib.cpBodyGetAngularVelocity, _lib.cpBodySetAngularVelocity
-        for b in self._dyn:
+def damper(dyn: list[pymunk.Body]) -> Callable[[], None]:
+    """Applies `DAMP_EVERY` steps of Box2D's angular damping to ``dyn`` at once."""
+    bodies = [b._body for b in dyn]
+    get, set_ = _lib.cpBodyGetAngularVelocity, _lib.cpBodySetAngularVelocity
+
+    def damp() -> None:
+        for b in bodies:
             set_(b, get(b) * _DAMP)
+
+    return damp
 
 
 SETTLE_FRAMES = 30  # 0.5 s of rest
@@ -398,17 +420,17 @@ def _run(
     goal_touch_now = any(a == goal_a and b == goal_b for a, b, _, _ in initial)
 
     dyn = [world.bodies[i] for i in world.dynamic_index]
-    recorder = _BatchRecorder(space, dyn)
-    recorder.record_bodies()
+    recorder = _BatchRecorder(space, max_steps + 1)
+    space_ids = recorder.record_first()
     space.step(0.0)  # lets pymunk validate masses once; then the loop steps in C directly
-    arb_counts = [0]
+    arb_counts = array("q", [0])  # int64 appends, read by numpy without a copy
     run = 1 if goal_touch_now else 0
     solved_frame: int | None = None
     steps = 0
     cp_step, sp = _lib.cpSpaceStep, space._space
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
-    arb_ints, damp, count = recorder.arb_buf._int_arr, recorder.damp, arb_counts.append
+    arb_ints, damp, count = recorder.arb_buf._int_arr, damper(dyn), arb_counts.append
     body_buf, n_space = recorder.body_buf, len(space.bodies)
     settled_frame: int | None = None
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
@@ -439,20 +461,12 @@ def _run(
 
     T = steps + 1
     # every body in pymunk's order, static ones included (they stay put), gathered into ours
-    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n, 6)  # a view: copied before free
-    cols = _space_columns(world)
-    position = state[:, :, 0:2].take(cols, axis=1)
-    angle = state[:, :, 2].take(cols, axis=1)
-    velocity = state[:, :, 3:5].take(cols, axis=1)
-    angular_velocity = state[:, :, 5].take(cols, axis=1)
-    key, columns = _arbiter_rows(arb_buf, np.asarray(arb_counts), world)
-    recorder.free()
-    if initial:  # frame 0's contacts (key 0 * n * n + a * n + b) come first
-        init = np.array([(a * n + b, p[0], p[1], q[0], q[1], 0.0) for a, b, p, q in initial])
-        key = np.concatenate((init[:, 0].astype(np.int64), key))
-        columns = [np.concatenate((init[:, j + 1], c)) for j, c in enumerate(columns)]
-
-    contacts = merge_contacts(key, columns, n)
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n * 6)  # a view: copied before free
+    position, angle, velocity, angular_velocity = _gather_state(state, _space_columns(world.body_ids, space_ids))
+    key, point, normal, impulse = _contact_rows(arb_buf, np.frombuffer(arb_counts, dtype=np.int64), world.body_ids,
+                                                initial)
+    recorder.release()
+    contacts = _merge_rows(key, point, normal, impulse, n)
     bodies = scene.trace_bodies(world.parts) + ([agent_body(specs[-1])] if len(specs) > len(scene.bodies) else [])
     names = [b.name for b in bodies]
     events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
@@ -499,50 +513,57 @@ def _settled(body_buf: _CBuffer, k: int, n_space: int) -> bool:
     return bool(speed.max() < SETTLE_SPEED and np.abs(state[..., 5]).max() < SETTLE_SPIN)
 
 
-def _space_columns(world: _World) -> np.ndarray:
-    """For each of our bodies, its place in pymunk's batch iteration order."""
-    probe = _CBuffer()
-    data = _BatchRecorder._descriptor(pbatch.BodyFields.BODY_ID.value, probe)
-    _lib.cpSpaceEachBody(world.space._space, _ffi.addressof(_lib, "pmSpaceBodyGetIteratorFuncBatched"), data)
-    ids = probe.ints()
-    probe.free()
-    order = np.argsort(ids)
-    return order[np.searchsorted(ids[order], world.body_ids)]
+def _space_columns(ids: np.ndarray, space_ids: np.ndarray) -> np.ndarray:
+    """For each of our bodies (``ids``), its place in pymunk's batch order (``space_ids``)."""
+    order = np.argsort(space_ids)
+    return order[np.searchsorted(space_ids[order], ids)]
 
 
-def _arbiter_rows(buf: _CBuffer, counts: np.ndarray, world: _World) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Batched arbiter data -> contact rows in step order, as `merge_contacts` takes them: each
-    row's key ((frame * n + a) * n + b, a < b) and its columns px, py, nx, ny, impulse.
+def _gather_state(state: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """[T, n * 6] rows of pymunk's (x, y, angle, vx, vy, spin) per body in its order -> position,
+    angle, velocity and angular velocity in ours: one `take` of flat columns each (a take on
+    strided views would copy them first). Indices here are always in range: ``mode="clip"``
+    skips numpy's checked path, which costs twice the copy."""
+    T, n = state.shape[0], cols.size
+    at = cols * 6
+    xy = (at[:, None] + np.arange(2)).ravel()
+    return (state.take(xy, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 2, axis=1, mode="clip"),
+            state.take(xy + 3, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 5, axis=1, mode="clip"))
 
-    Works column by column on strided views: gathering whole rows of a [K, 3] or [K, 6]
-    array, or writing through a boolean mask and a slice at once, costs 10-40x more
-    per element in numpy (the rows are small)."""
-    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # views: (body a id, body b id, contacts) per arbiter
-    floats = np.frombuffer(buf.float_buf(), dtype=np.float64)  # (impulse x, y, normal x, y, point x, y)
-    if ints.size == 0:
-        return np.zeros(0, np.int64), [np.zeros(0) for _ in range(5)]
-    n = len(world.bodies)
+
+def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
+                  initial: list[tuple[int, int, tuple, tuple]]) -> tuple[np.ndarray, ...]:
+    """Frame 0's contacts (``initial``) and the batched arbiter data -> contact rows sorted by
+    key ((frame * n + a) * n + b, a < b), as `_merge_rows` takes them: key, point [K, 2],
+    normal [K, 2] (from a to b) and impulse. Every array is a copy: the C buffer is freed next.
+
+    Each arbiter's floats are (impulse, normal, point) as (x, y) pairs, read as one complex
+    column each: a sorted take moves both coordinates at once."""
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp)  # (body a id, body b id, contacts) per arbiter
+    pairs = np.frombuffer(buf.float_buf(), dtype=np.complex128)
+    n, k0 = ids.size, len(initial)
     frame = np.repeat(np.arange(1, counts.size, dtype=np.int64), np.diff(counts) // 3)
-    touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
-    keep = None if touching.all() else np.flatnonzero(touching)
-
-    def column(values: np.ndarray, width: int, j: int) -> np.ndarray:
-        col = values[j::width]
-        return col if keep is None else col[keep]
-
-    ids = world.body_ids
     order = np.argsort(ids)
-    a = order[np.searchsorted(ids[order], column(ints, 3, 0))]
-    b = order[np.searchsorted(ids[order], column(ints, 3, 1))]
-    sign = np.where(a > b, -1.0, 1.0)  # the normal points from a to b
-    key = ((frame if keep is None else frame[keep]) * n + np.minimum(a, b)) * n + np.maximum(a, b)
-    return key, [
-        column(floats, 6, 4).copy(),  # always copies (a one-row view counts as contiguous): the C
-        column(floats, 6, 5).copy(),  # buffer is freed next
-        column(floats, 6, 2) * sign,
-        column(floats, 6, 3) * sign,
-        np.hypot(column(floats, 6, 0), column(floats, 6, 1)),
-    ]
+    a = order.take(np.searchsorted(ids[order], ints[0::3]), mode="clip")  # in range: see `_gather_state`
+    b = order.take(np.searchsorted(ids[order], ints[1::3]), mode="clip")
+    key = (frame * n + np.minimum(a, b)) * n + np.maximum(a, b)
+    touching = ints[2::3] > 0  # cached arbiters of shapes whose boxes overlap but do not touch: dropped
+    kept = int(np.count_nonzero(touching))
+    if kept < key.size:
+        key[~touching] = np.iinfo(np.int64).max  # sorted last, then cut
+    at = np.argsort(key, kind="stable")[:kept]  # step order sorts frames; pairs within a step come unsorted
+    rows = k0 + kept
+    out_key, point, normal = np.empty(rows, np.int64), np.empty(rows, np.complex128), np.empty(rows, np.complex128)
+    for i, (ia, ib, p, q) in enumerate(initial):  # frame 0's keys are 0 * n * n + a * n + b: they come first
+        out_key[i], point[i], normal[i] = ia * n + ib, complex(*p), complex(*q)
+    np.take(key, at, out=out_key[k0:], mode="clip")
+    np.take(pairs[2::3], at, out=point[k0:], mode="clip")
+    np.take(pairs[1::3], at, out=normal[k0:], mode="clip")
+    np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at, mode="clip"))  # the normal points from a to b
+    impulse = np.zeros(rows)
+    total = pairs[0::3].take(at, mode="clip")
+    np.hypot(total.real, total.imag, out=impulse[k0:])
+    return out_key, _as_xy(point), _as_xy(normal), impulse
 
 
 def agent_body(spec: BodySpec) -> Body:
@@ -562,57 +583,68 @@ def merge_contacts(key: np.ndarray, columns: Sequence[np.ndarray], n: int) -> di
     (a jar's three parts can touch the same body in one step).
 
     Rows come as ``key`` ((frame * n + a) * n + b, a < b; frames in order) and five
-    columns: point x, y, normal x, y, impulse. They stay separate 1-D columns: gathering
-    the rows of a [K, 8] array by index is about 3x slower in numpy than `take` on each
-    column. The caller's arrays are not changed."""
+    columns: point x, y, normal x, y, impulse. The caller's arrays are not changed."""
+    px, py, nx, ny, impulse = columns
+    return _merge_rows(key, np.column_stack((px, py)), np.column_stack((nx, ny)),
+                       np.asarray(impulse, dtype=np.float64), n)
+
+
+def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse: np.ndarray,
+                n: int) -> dict[str, np.ndarray]:
+    """`merge_contacts` on rows as `_contact_rows` makes them: ``point`` and ``normal`` [K, 2]."""
     if key.size == 0:
         return empty_contacts(2)
-    cols = list(columns)
+    # an (x, y) row as one complex number: one take moves it, and complex numbers sort as (x, y)
+    p, q = _as_pairs(point), _as_pairs(normal)
     if key.size > 1 and (key[1:] < key[:-1]).any():  # step order sorts frames; pairs within a step come unsorted
         order = np.argsort(key, kind="stable")
-        key, cols = key[order], [c.take(order) for c in cols]
+        key, p, q, impulse = key[order], p[order], q[order], impulse[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     if first.all():
-        return _contact_columns(key, n, *cols)
+        return _contact_columns(key, n, _as_xy(p), _as_xy(q), impulse)
     starts = np.flatnonzero(first)
     counts = np.diff(np.append(starts, key.size))
     # Rows of one key are summed in an order fixed by their values: chipmunk's arbiter order
     # follows memory addresses, so it differs between processes, and so would the last bits
     # of the sums. Two rows sum the same in either order (IEEE addition commutes): only
-    # groups of three or more are ordered, by point x, and by every column if x ties.
+    # groups of three or more are ordered, by point, then normal, then impulse.
     big = counts >= 3
     if big.any():
         at = np.flatnonzero(np.repeat(big, counts))
-        k, group = key[at], [c[at] for c in cols]
-        order = np.lexsort((group[0], k))
-        x, ks = group[0][order], k[order]
-        if ((x[1:] == x[:-1]) & (ks[1:] == ks[:-1])).any():
-            order = np.lexsort((*group[::-1], k))
-        cols = [c.copy() for c in cols]  # the caller's columns stay as they were
-        for c, g in zip(cols, group):
-            c[at] = g[order]
-    px, py, nx, ny, impulse = (np.add.reduceat(c, starts) for c in cols)
-    nx, ny = _unit(nx, ny)
-    return _contact_columns(key[starts], n, px / counts, py / counts, nx, ny, impulse)
+        rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
+        order = np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip")))
+        p, q, impulse = p.copy(), q.copy(), impulse.copy()  # the caller's stay as they were
+        for column, group in zip((p, q, impulse), rows):
+            np.put(column, at, group.take(order, mode="clip"), mode="clip")
+    # reduceat along rows sums each column as it would alone (checked bit for bit)
+    total = np.add.reduceat(_as_xy(q), starts, axis=0)
+    norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
+    unit = np.divide(total, norm[:, None], out=np.zeros_like(total), where=(norm > 0)[:, None])  # zero stays zero
+    return _contact_columns(key[starts], n, np.add.reduceat(_as_xy(p), starts, axis=0) / counts[:, None], unit,
+                            np.add.reduceat(impulse, starts))
 
 
-def _unit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) scaled to length 1 (bit for bit as linalg.norm would); zero vectors stay zero."""
-    norm = np.sqrt(x * x + y * y)
-    nz = norm > 0
-    return (np.divide(x, norm, out=np.zeros_like(x), where=nz),
-            np.divide(y, norm, out=np.zeros_like(y), where=nz))
+def _as_pairs(xy: np.ndarray) -> np.ndarray:
+    """[K, 2] floats -> [K] complex x + iy (a view when it can be)."""
+    return np.ascontiguousarray(xy, dtype=np.float64).view(np.complex128).reshape(-1)
 
 
-def _contact_columns(key: np.ndarray, n: int, px: np.ndarray, py: np.ndarray, nx: np.ndarray, ny: np.ndarray,
+def _as_xy(pairs: np.ndarray) -> np.ndarray:
+    return pairs.view(np.float64).reshape(-1, 2)
+
+
+def _contact_columns(key: np.ndarray, n: int, point: np.ndarray, normal: np.ndarray,
                      impulse: np.ndarray) -> dict[str, np.ndarray]:
+    frame = key // (n * n)  # integer division by a scalar is fast in numpy, remainder is not
+    pair = key - frame * (n * n)
+    a = pair // n
     return {
-        "contact_frame": (key // (n * n)).astype(np.int32),
-        "contact_a": ((key // n) % n).astype(np.int16),
-        "contact_b": (key % n).astype(np.int16),
-        "contact_point": np.stack((px, py), axis=1),
-        "contact_normal": np.stack((nx, ny), axis=1),
+        "contact_frame": frame.astype(np.int32),
+        "contact_a": a.astype(np.int16),
+        "contact_b": (pair - a * n).astype(np.int16),
+        "contact_point": np.ascontiguousarray(point, dtype=np.float64),
+        "contact_normal": np.ascontiguousarray(normal, dtype=np.float64),
         "contact_impulse": np.ascontiguousarray(impulse, dtype=np.float64),
     }
 
