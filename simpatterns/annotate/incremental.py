@@ -1,0 +1,178 @@
+"""`IncrementalAnnotator`: annotate a trace that grows step by step (the episode
+of a multi-step environment) at a cost that does not grow with the episode.
+
+Every call annotates the whole trace it is given, and the result equals
+`simpatterns.annotate.annotate` on that trace, event for event: each
+detector still runs in its plain whole-trace form, since its events may
+depend on the whole history (a crossing is "formed" relative to the last
+count that held long enough, however long ago). What is kept between calls
+is the per-frame work underneath. A trusted detector whose module defines
+one of the built-in per-frame helpers (`FRAME_HELPERS`: today
+``frame_crossings``, the crossings of the rope's top view at every frame,
+about 95% of the crossing detectors' time), as an exact copy of the
+built-in's source, runs with that helper memoised by frame: when its
+per-frame argument extends the one of the previous call (the earlier frames
+are equal), only the new frames are computed and their rows appended to the
+cached ones. Otherwise (a new episode, another rope) it is computed whole
+and cached afresh. Detectors sharing a helper share its memo, so the three
+crossing detectors find the crossings once per step.
+
+Helpers are recognised by their source, not their name: an edited copy is
+simply run whole, so a detector can never be given another function's
+results. Untrusted detectors run in the sandbox as `annotate` runs them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import types
+from dataclasses import replace
+from importlib import resources
+from typing import Any, Callable
+
+import numpy as np
+
+from simpatterns.annotate.annotator import annotate_state
+from simpatterns.annotate.sandboxed import SandboxPolicy
+from simpatterns.annotation import Annotation
+from simpatterns.detectors.contract import Detector
+from simpatterns.detectors.library import BUILTIN_LIBRARIES, PatternLibrary
+from simpatterns.sandbox.gate import check_untrusted
+from simpatterns.trace import Trace
+
+__all__ = ["FRAME_HELPERS", "FrameRows", "IncrementalAnnotator"]
+
+# Helpers of the built-in detectors that map a per-frame array [T, ...] (and other arguments)
+# to rows keyed by frame: a tuple of equal-length arrays, the first the frame of each row, rows
+# in frame order, a frame's rows depending only on that frame's slice. Name -> the built-in
+# module (of the 3D library) whose copy is the reference.
+FRAME_HELPERS = {"frame_crossings": "crossing_formed.py"}
+
+
+@functools.cache
+def _reference_source(name: str) -> str:
+    module = resources.files(BUILTIN_LIBRARIES["3d"]).joinpath(FRAME_HELPERS[name]).read_text()
+    return _function_source(module, name) or ""
+
+
+@functools.cache
+def _function_source(module: str, name: str) -> str | None:
+    """The source text of the top-level function ``name`` of ``module`` (None if absent)."""
+    try:
+        tree = ast.parse(module)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_source_segment(module, node)
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+class FrameRows:
+    """A per-frame helper (see `FRAME_HELPERS`) memoised by frame: a call whose first
+    argument extends the previous call's (same other arguments, equal earlier frames)
+    computes only the new frames. Returns fresh arrays each call (a detector may
+    change what it is given)."""
+
+    def __init__(self, fn: Callable[..., tuple[np.ndarray, ...]]):
+        self.fn = fn
+        self.frames_computed = 0  # frames given to ``fn`` so far, over all calls
+        self.clear()
+
+    def clear(self) -> None:
+        self._series: np.ndarray | None = None
+        self._rest: tuple[Any, ...] = ()
+        self._rows: tuple[np.ndarray, ...] = ()
+
+    def __call__(self, series: Any, *rest: Any) -> tuple[np.ndarray, ...]:
+        series = np.asarray(series)
+        old = self._series
+        n = 0
+        if (
+            old is not None
+            and series.shape[1:] == old.shape[1:]
+            and series.dtype == old.dtype
+            and len(series) >= len(old)
+            and len(rest) == len(self._rest)
+            and all(_same(a, b) for a, b in zip(rest, self._rest))
+            and np.array_equal(series[: len(old)], old)
+        ):
+            n = len(old)
+        if n == 0 or n < len(series):
+            new = self.fn(series[n:], *rest)
+            self.frames_computed += len(series) - n
+            if n == 0:
+                rows = tuple(new)
+            else:
+                rows = tuple(
+                    np.concatenate((a, b + n if k == 0 else b)) for k, (a, b) in enumerate(zip(self._rows, new))
+                )
+            self._series, self._rest, self._rows = np.array(series), rest, rows
+        return tuple(r.copy() for r in self._rows)
+
+
+class IncrementalAnnotator:
+    """Annotate the growing trace of an episode with ``library`` (see the module
+    docstring): `annotate` equals `simpatterns.annotate.annotate` on the same trace;
+    `reset` drops what is kept (call it when an episode starts, to free it; a trace
+    that does not extend the last one is recognised anyway). Pickles as its library
+    and settings, without what it keeps."""
+
+    def __init__(self, library: PatternLibrary, *, trace_id: str = "", sandbox: SandboxPolicy | None = None):
+        check_untrusted(library)
+        self.library = library
+        self.trace_id = trace_id
+        self.sandbox = sandbox
+        self._memos: dict[tuple[Any, ...], FrameRows] = {}
+        self.detectors: dict[str, Detector] = {}
+        for label in library.order():
+            det = library.get(label)
+            memoised = self._memoised(det)
+            if memoised is not None:
+                self.detectors[label] = memoised
+
+    def _memoised(self, det: Detector) -> Detector | None:
+        """``det`` with its recognised helpers memoised, or None if it has none."""
+        detect = det.detect
+        if not det.trusted or not isinstance(detect, types.FunctionType):
+            return None
+        found = {}
+        for name in FRAME_HELPERS:
+            fn = detect.__globals__.get(name)
+            if (
+                name in detect.__code__.co_names
+                and isinstance(fn, types.FunctionType)
+                and _function_source(det.source, name) == _reference_source(name)
+            ):
+                # copies of one source reading the same globals (np, constants) are one function: one memo
+                key = (name, *(id(fn.__globals__.get(g)) for g in fn.__code__.co_names))
+                found[name] = self._memos.setdefault(key, FrameRows(fn))
+        if not found:
+            return None
+        scope = {**detect.__globals__, **found}
+        bound = types.FunctionType(detect.__code__, scope, detect.__name__, detect.__defaults__, detect.__closure__)
+        return replace(det, detect=bound)
+
+    def annotate(self, trace: Trace) -> Annotation:
+        """The annotation of ``trace`` with every pattern of the library (as `annotate`)."""
+        return annotate_state(
+            trace, self.library, trace_id=self.trace_id, sandbox=self.sandbox, detectors=self.detectors
+        )
+
+    def reset(self) -> None:
+        for memo in self._memos.values():
+            memo.clear()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (self.library, self.trace_id, self.sandbox))
+
+
+def _rebuilt(library: PatternLibrary, trace_id: str, sandbox: SandboxPolicy | None) -> IncrementalAnnotator:
+    return IncrementalAnnotator(library, trace_id=trace_id, sandbox=sandbox)

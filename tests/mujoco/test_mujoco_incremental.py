@@ -1,0 +1,87 @@
+"""Incremental annotation of rope episodes: after every step it equals a full annotation."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import simpatterns.envs  # noqa: F401  (registers the ids)
+from simpatterns.annotate import annotate
+from simpatterns.annotate.incremental import FrameRows, IncrementalAnnotator
+from simpatterns.detectors.library import PatternLibrary
+from simpatterns.envs import KNOT_ROPE, RewardProgramWrapper
+
+CROSSINGS = ("crossing formed", "crossing removed", "loop tightened")
+PROGRAM = 'AND(COUNT("crossing removed") >= 2, NEVER("crossing formed"), COUNT("bead dragged") >= 3)'
+
+
+def episodes(env, steps=(12, 3), seed=0):
+    """(step info, trace) after every step of episodes of random pushes (no early end)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, n in enumerate(steps):
+        env.reset(seed=seed + k)
+        for _ in range(n):
+            info = env.step(rng.uniform(-1, 1, 6).astype(np.float32))[4]
+            out.append((info, env.unwrapped.last_trace))
+    return out
+
+
+@pytest.fixture(scope="module")
+def annotated_steps():
+    env = gym.make(KNOT_ROPE, obs_mode="state", annotate=True, task="unknot", crossings=3).unwrapped
+    return env, episodes(env)
+
+
+def test_the_envs_annotation_equals_a_full_one_after_every_step(annotated_steps):
+    env, steps = annotated_steps
+    assert sorted(env.annotator.detectors) == sorted(CROSSINGS)  # the built-in crossing finder is memoised
+    for k, (info, trace) in enumerate(steps):
+        full = annotate(trace, env.library)
+        assert info["annotation"].pattern_events == full.pattern_events, f"step {k + 1}"
+        assert info["annotation"].num_frames == trace.num_frames
+    assert any(info["annotation"].events_of(label) for info, _ in steps for label in CROSSINGS[:2])
+    # the two episodes' frames were each found once (a new episode starts afresh)
+    memo = next(iter(env.annotator._memos.values()))
+    assert memo.frames_computed == steps[11][1].num_frames + steps[-1][1].num_frames
+
+
+def test_the_wrappers_program_reads_the_same_annotation_as_from_scratch():
+    env = RewardProgramWrapper(
+        gym.make(KNOT_ROPE, obs_mode="state", task="unknot", crossings=3), PROGRAM, info_trace=True
+    )
+    paid = []
+    for info, trace in episodes(env, steps=(8, 2), seed=3):
+        fresh = env.program.evaluate(None, trace)
+        assert info["annotation"].pattern_events == fresh.annotation.pattern_events
+        assert info["program_score"] == fresh.score and info["is_success"] == fresh.success
+        paid.append(info["program_score"])
+    assert len(set(paid)) > 1  # the score moved: the comparison saw events change
+
+
+def test_frame_rows_computes_only_new_frames_and_equals_the_whole_call():
+    calls = []
+
+    def rows(series, scale):  # rows keyed by frame: one row per positive entry
+        calls.append(len(series))
+        f, i = np.nonzero(series > 0)
+        return f, i, series[f, i] * scale
+
+    memo = FrameRows(rows)
+    x = np.random.default_rng(0).normal(size=(30, 5))
+    for n, scale in [(10, 1.0), (25, 1.0), (30, 1.0), (30, 2.0), (12, 2.0)]:
+        got, want = memo(x[:n], scale), rows(x[:n], scale)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert calls[::2] == [10, 15, 5, 30, 12]  # the extensions computed their new frames only
+    got[0][:] = -1  # what a caller is given is its own
+    assert np.array_equal(memo(x[:12], 2.0)[0], rows(x[:12], 2.0)[0])
+    changed = x[:12].copy()
+    changed[3] += 1.0  # an earlier frame differs: computed whole
+    assert np.array_equal(memo(changed, 2.0)[2], rows(changed, 2.0)[2])
+
+
+def test_only_an_exact_copy_of_the_helper_is_memoised():
+    builtin = PatternLibrary.builtin("3d")
+    source = builtin.get("crossing formed").source
+    edited = source.replace('PATTERN = "crossing formed"', 'PATTERN = "my crossing"').replace("zi > zj", "zi >= zj")
+    lib = PatternLibrary.from_detectors([source.replace('PATTERN = "crossing formed"', 'PATTERN = "copy"'), edited])
+    assert sorted(IncrementalAnnotator(lib).detectors) == ["copy"]
