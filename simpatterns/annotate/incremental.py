@@ -6,16 +6,22 @@ Every call annotates the whole trace it is given, and the result equals
 detector still runs in its plain whole-trace form, since its events may
 depend on the whole history (a crossing is "formed" relative to the last
 count that held long enough, however long ago). What is kept between calls
-is the per-frame work underneath. A trusted detector whose module defines
-one of the built-in per-frame helpers (`FRAME_HELPERS`: today
-``frame_crossings``, the crossings of the rope's top view at every frame,
-about 95% of the crossing detectors' time), as an exact copy of the
-built-in's source, runs with that helper memoised by frame: when its
-per-frame argument extends the one of the previous call (the earlier frames
-are equal), only the new frames are computed and their rows appended to the
-cached ones. Otherwise (a new episode, another rope) it is computed whole
-and cached afresh. Detectors sharing a helper share its memo, so the three
-crossing detectors find the crossings once per step.
+is the work underneath. A trusted detector whose module defines one of the
+built-in helpers of `HELPERS`, as an exact copy of the built-in's source,
+runs with that helper memoised:
+
+- ``frame_crossings`` (the crossings of the rope's top view at every frame,
+  about 95% of the crossing detectors' time on a whole trace) by frame
+  (`FrameRows`): when its per-frame argument extends the one of the previous
+  call (the earlier frames are equal), only the new frames are computed and
+  their rows appended to the cached ones; otherwise (a new episode, another
+  rope) it is computed whole and cached afresh;
+- ``unmatched`` (which crossings of two frames have no counterpart, asked
+  again at every step for every earlier change of the count) by its
+  arguments' values (`ByArguments`).
+
+Detectors sharing a helper share its memo, so the three crossing detectors
+find the crossings once per step.
 
 Helpers are recognised by their source, not their name: an edited copy is
 simply run whole, so a detector can never be given another function's
@@ -25,6 +31,7 @@ results. Untrusted detectors run in the sandbox as `annotate` runs them.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import types
 from dataclasses import replace
@@ -41,18 +48,12 @@ from simpatterns.detectors.library import BUILTIN_LIBRARIES, PatternLibrary
 from simpatterns.sandbox.gate import check_untrusted
 from simpatterns.trace import Trace
 
-__all__ = ["FRAME_HELPERS", "FrameRows", "IncrementalAnnotator"]
-
-# Helpers of the built-in detectors that map a per-frame array [T, ...] (and other arguments)
-# to rows keyed by frame: a tuple of equal-length arrays, the first the frame of each row, rows
-# in frame order, a frame's rows depending only on that frame's slice. Name -> the built-in
-# module (of the 3D library) whose copy is the reference.
-FRAME_HELPERS = {"frame_crossings": "crossing_formed.py"}
+__all__ = ["HELPERS", "ByArguments", "FrameRows", "IncrementalAnnotator"]
 
 
 @functools.cache
 def _reference_source(name: str) -> str:
-    module = resources.files(BUILTIN_LIBRARIES["3d"]).joinpath(FRAME_HELPERS[name]).read_text()
+    module = resources.files(BUILTIN_LIBRARIES["3d"]).joinpath(HELPER_SOURCES[name]).read_text()
     return _function_source(module, name) or ""
 
 
@@ -76,7 +77,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 class FrameRows:
-    """A per-frame helper (see `FRAME_HELPERS`) memoised by frame: a call whose first
+    """A per-frame helper (see `HELPERS`) memoised by frame: a call whose first
     argument extends the previous call's (same other arguments, equal earlier frames)
     computes only the new frames. Returns fresh arrays each call (a detector may
     change what it is given)."""
@@ -118,6 +119,63 @@ class FrameRows:
         return tuple(r.copy() for r in self._rows)
 
 
+class ByArguments:
+    """A pure helper memoised on its arguments' values (arrays by content): the same
+    call on a later step returns what it returned then (a copy). Calls whose
+    arguments cannot be keyed run as they are."""
+
+    LIMIT = 4096  # results kept (all are dropped when full)
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.calls_computed = 0
+        self.clear()
+
+    def clear(self) -> None:
+        self._results: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            key = tuple(_value_key(a) for a in args)
+            hash(key)
+        except TypeError:
+            return self.fn(*args)
+        if key not in self._results:
+            if len(self._results) >= self.LIMIT:
+                self._results.clear()
+            self.calls_computed += 1
+            self._results[key] = self.fn(*args)
+        return _fresh(self._results[key])
+
+
+def _fresh(x: Any) -> Any:
+    """A copy of ``x`` its receiver may change (immutable parts shared)."""
+    if isinstance(x, (int, float, bool, str, bytes, type(None), np.generic)):
+        return x
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_fresh(v) for v in x) if type(x) in (list, tuple) else copy.deepcopy(x)
+    if type(x) is dict:
+        return {k: _fresh(v) for k, v in x.items()}
+    return copy.deepcopy(x)
+
+
+def _value_key(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return (a.dtype.str, a.shape, a.tobytes())
+    return (type(a), a)
+
+
+# Helpers of the built-in detectors that are memoised, by name: how, and the built-in module
+# (of the 3D library) whose copy is the reference. FrameRows: maps a per-frame array [T, ...]
+# (and other arguments) to rows keyed by frame (a tuple of equal-length arrays, the first the
+# frame of each row, rows in frame order, a frame's rows depending only on that frame's
+# slice). ByArguments: a pure function of its arguments' values.
+HELPERS: dict[str, type[FrameRows] | type[ByArguments]] = {"frame_crossings": FrameRows, "unmatched": ByArguments}
+HELPER_SOURCES = {"frame_crossings": "crossing_formed.py", "unmatched": "crossing_formed.py"}
+
+
 class IncrementalAnnotator:
     """Annotate the growing trace of an episode with ``library`` (see the module
     docstring): `annotate` equals `simpatterns.annotate.annotate` on the same trace;
@@ -130,7 +188,7 @@ class IncrementalAnnotator:
         self.library = library
         self.trace_id = trace_id
         self.sandbox = sandbox
-        self._memos: dict[tuple[Any, ...], FrameRows] = {}
+        self._memos: dict[tuple[Any, ...], FrameRows | ByArguments] = {}
         self.detectors: dict[str, Detector] = {}
         for label in library.order():
             det = library.get(label)
@@ -144,7 +202,7 @@ class IncrementalAnnotator:
         if not det.trusted or not isinstance(detect, types.FunctionType):
             return None
         found = {}
-        for name in FRAME_HELPERS:
+        for name, memo in HELPERS.items():
             fn = detect.__globals__.get(name)
             if (
                 name in detect.__code__.co_names
@@ -153,7 +211,7 @@ class IncrementalAnnotator:
             ):
                 # copies of one source reading the same globals (np, constants) are one function: one memo
                 key = (name, *(id(fn.__globals__.get(g)) for g in fn.__code__.co_names))
-                found[name] = self._memos.setdefault(key, FrameRows(fn))
+                found[name] = self._memos.setdefault(key, memo(fn))
         if not found:
             return None
         scope = {**detect.__globals__, **found}

@@ -6,7 +6,7 @@ import pytest
 
 import simpatterns.envs  # noqa: F401  (registers the ids)
 from simpatterns.annotate import annotate
-from simpatterns.annotate.incremental import FrameRows, IncrementalAnnotator
+from simpatterns.annotate.incremental import ByArguments, FrameRows, IncrementalAnnotator
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.envs import KNOT_ROPE, RewardProgramWrapper
 
@@ -41,7 +41,7 @@ def test_the_envs_annotation_equals_a_full_one_after_every_step(annotated_steps)
         assert info["annotation"].num_frames == trace.num_frames
     assert any(info["annotation"].events_of(label) for info, _ in steps for label in CROSSINGS[:2])
     # the two episodes' frames were each found once (a new episode starts afresh)
-    memo = next(iter(env.annotator._memos.values()))
+    memo = next(m for m in env.annotator._memos.values() if isinstance(m, FrameRows))
     assert memo.frames_computed == steps[11][1].num_frames + steps[-1][1].num_frames
 
 
@@ -79,9 +79,29 @@ def test_frame_rows_computes_only_new_frames_and_equals_the_whole_call():
     assert np.array_equal(memo(changed, 2.0)[2], rows(changed, 2.0)[2])
 
 
-def test_only_an_exact_copy_of_the_helper_is_memoised():
-    builtin = PatternLibrary.builtin("3d")
-    source = builtin.get("crossing formed").source
-    edited = source.replace('PATTERN = "crossing formed"', 'PATTERN = "my crossing"').replace("zi > zj", "zi >= zj")
-    lib = PatternLibrary.from_detectors([source.replace('PATTERN = "crossing formed"', 'PATTERN = "copy"'), edited])
-    assert sorted(IncrementalAnnotator(lib).detectors) == ["copy"]
+def test_by_arguments_answers_a_repeated_call_with_a_fresh_copy():
+    calls = []
+
+    def pairs(first, second, limit):
+        calls.append(limit)
+        return [int(k) for k in np.flatnonzero(np.abs(first - second) <= limit)]
+
+    memo = ByArguments(pairs)
+    a, b = np.arange(6), np.array([0, 3, 2, 9, 4, 5])
+    got = memo(a, b, 1)
+    assert got == pairs(a, b, 1) and memo.calls_computed == 1
+    got.append(99)  # what a caller is given is its own
+    assert memo(a.copy(), b.copy(), 1) == pairs(a, b, 1) and memo.calls_computed == 1  # keyed by value
+    assert memo(a, b, 2) == pairs(a, b, 2) and memo(a, b + 1, 1) == pairs(a, b + 1, 1)
+    assert memo.calls_computed == 3 and memo(a, b, [1]) is not None  # an unhashable argument: just called
+
+
+def test_only_an_exact_copy_of_a_helper_is_memoised():
+    source = PatternLibrary.builtin("3d").get("crossing formed").source
+    copied = source.replace('PATTERN = "crossing formed"', 'PATTERN = "copy"')
+    edited = source.replace('PATTERN = "crossing formed"', 'PATTERN = "edited"').replace("zi > zj", "zi >= zj")
+    inc = IncrementalAnnotator(PatternLibrary.from_detectors([copied, edited]))
+    helpers = {label: det.detect.__globals__ for label, det in inc.detectors.items()}
+    assert isinstance(helpers["copy"]["frame_crossings"], FrameRows)
+    assert not isinstance(helpers["edited"]["frame_crossings"], FrameRows)  # its own, run whole
+    assert isinstance(helpers["edited"]["unmatched"], ByArguments)  # still an exact copy
