@@ -105,3 +105,31 @@ def test_only_an_exact_copy_of_a_helper_is_memoised():
     assert isinstance(helpers["copy"]["frame_crossings"], FrameRows)
     assert not isinstance(helpers["edited"]["frame_crossings"], FrameRows)  # its own, run whole
     assert isinstance(helpers["edited"]["unmatched"], ByArguments)  # still an exact copy
+
+
+def test_the_rope_worlds_trace_after_every_step_equals_one_assembled_afresh():
+    """The rope world's recorder keeps what it assembled of earlier frames; a recorder that
+    does not, on a second world given the same pushes, makes the same traces."""
+    from simpatterns.simulators.mujoco import RopeWorld, load_configurations
+    from simpatterns.simulators.mujoco.tracer import TraceRecorder
+    from simpatterns.trace import _ALL_ARRAY_FIELDS
+
+    start = load_configurations("train").positions[3]
+    worlds = [RopeWorld(), RopeWorld()]
+    for w in worlds:
+        w.set_positions(start)
+        w.start_recording(8)
+    kept, afresh = worlds
+    afresh.recorder = TraceRecorder(afresh.model, stride=8, meta=kept.recorder.meta)
+    rng = np.random.default_rng(5)
+    contacts = 0
+    for step in range(10):
+        action = rng.uniform(-1, 1, 6)
+        a, b = [(w.act(action), w.trace({"step": step}))[1] for w in worlds]
+        for name in _ALL_ARRAY_FIELDS:
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (step, name)
+            assert getattr(a, name).dtype == getattr(b, name).dtype
+        assert a.events == b.events and a.meta == b.meta, step
+        contacts = len(a.events)
+    assert kept.recorder.incremental and kept.recorder._assembled.frames == a.num_frames - 1
+    assert contacts  # collision events were compared
