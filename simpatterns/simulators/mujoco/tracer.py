@@ -388,11 +388,13 @@ class TraceRecorder:
         if self.incremental:
             # keep what the frames that stay recorded made: their rows, and the events before the
             # last of them (an event at a frame depends on that frame and the one before only)
-            rows = int(np.searchsorted(new["contact_frame"], kept))
-            for k, v in new.items():
-                done.pieces.setdefault(k, []).append((v[:rows] if k.startswith("contact_") else v[:kept - start]).copy())
-            done.events = [e for e in events if e.frame < kept]
-            done.frames = kept
+            if kept > start:
+                rows = int(np.searchsorted(new["contact_frame"], kept))
+                for k, v in new.items():
+                    piece = v[:rows] if k.startswith("contact_") else v[:kept - start]
+                    done.pieces.setdefault(k, []).append(piece.copy())
+                done.events = [e for e in events if e.frame < kept]
+                done.frames = kept
         position, velocity, angular = arrays.pop("position"), arrays.pop("velocity"), arrays.pop("angular")
         quaternion, tilt = arrays.pop("quaternion"), arrays.pop("tilt")
         contacts = arrays
