@@ -1,5 +1,5 @@
 """`IncrementalAnnotator`: annotate a trace that grows step by step (the episode
-of a multi-step environment) at a cost that does not grow with the episode.
+of a multi-step environment) without redoing the earlier frames' per-frame work.
 
 Every call annotates the whole trace it is given, and the result equals
 `simpatterns.annotate.annotate` on that trace, event for event: each
@@ -73,7 +73,10 @@ def _function_source(module: str, name: str) -> str | None:
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    return type(a) is type(b) and a == b
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: not the same
+        return False
 
 
 class FrameRows:
