@@ -22,7 +22,8 @@
    ratio (target <= 1.3), with the incremental annotation the wrapper uses
    and, interleaved in the same run, with the trace re-annotated whole every
    step; the same for the environment's own annotation of the whole 3D
-   library (``annotate=True``). Each step's figure is its best over
+   library (``annotate=True``, which also renders the annotation text an LLM
+   reads: its timeline grows with the episode's events). Each step's figure is its best over
    ``--reps`` episodes of the same actions. ``--per-step`` runs only this part.
 
 Prints the load average and the speed probe: the machine is shared, so
@@ -187,7 +188,9 @@ def episode_costs(kind: str, whole: bool, actions: np.ndarray) -> np.ndarray:
 
 def per_step(reps: int) -> None:
     actions = np.random.default_rng(0).uniform(-1, 1, (EPISODE, 6)).astype(np.float32)
-    for kind, what in (("program", f"program reward {PROGRAM}"), ("library", "annotate=True (whole 3D library)")):
+    kinds = (("program", f"program reward {PROGRAM}"),
+             ("library", "annotate=True (whole 3D library, and the annotation text)"))
+    for kind, what in kinds:
         best = {w: np.full(EPISODE, np.inf) for w in (False, True)}
         for _ in range(reps):  # interleaved: both see the same machine
             for w in best:
