@@ -8,19 +8,22 @@ dependencies), so a program made of NEARBY_AT/TOUCHING clauses costs no
 detector at all, and the result equals ``simpatterns reward eval`` on the
 same trace. An annotation the environment already made (``info
 ["annotation"]``, with ``annotate=True``) is used when it holds those
-patterns. The annotation is made by an `IncrementalAnnotator`, so on a
-multi-step episode, whose trace grows step by step, a step costs about the
-same at step 1 and step 50.
+patterns. The annotation is made by an `IncrementalAnnotator`: on a
+multi-step episode, whose trace grows step by step, the earlier frames'
+per-frame work is not done again (the rope's step 50 costs about 1.3x its
+step 1, against 4x when re-annotated whole).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from simpatterns.annotate.incremental import IncrementalAnnotator
 from simpatterns.dsl import RewardProgram
+
+if TYPE_CHECKING:
+    from simpatterns.annotate.incremental import IncrementalAnnotator
 
 REWARD_KINDS = ("score", "success")
 INVALID_SCORES = ("left-alone", "zero")
@@ -95,7 +98,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._fitted: set[tuple[str, ...]] = set()
         self._scene_checked = False
         self._paid = 0.0  # the value paid so far this episode (the potential)
-        self._annotator_made: IncrementalAnnotator | None = None
+        self._annotator_made: "IncrementalAnnotator | None" = None
 
     def _fit(self, names: Any, where: str) -> None:
         key = tuple(names)
@@ -104,10 +107,12 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self._fitted.add(key)
 
     @property
-    def _annotator(self) -> IncrementalAnnotator:
+    def _annotator(self) -> "IncrementalAnnotator":
         """Annotates each step's trace with the patterns the program reads; a multi-step
         episode's trace grows, and only its new frames' per-frame work is done."""
         if self._annotator_made is None:
+            from simpatterns.annotate.incremental import IncrementalAnnotator
+
             self._annotator_made = IncrementalAnnotator(self.program.needed_library)
         return self._annotator_made
 

@@ -160,8 +160,7 @@ class KnotRopeEnv(gym.Env):
     @property
     def annotator(self):
         """Annotates the episode's trace with `library` after each step: an
-        `IncrementalAnnotator`, so a step's annotation costs about the same at step 1
-        and step 50 (the crossings of earlier frames are kept)."""
+        `IncrementalAnnotator` (the crossings of earlier frames are kept, not found again)."""
         if self._annotator is None:
             from simpatterns.annotate.incremental import IncrementalAnnotator
 
