@@ -380,8 +380,9 @@ class TraceRecorder:
         done = self._assembled
         start = done.frames
         N = self.map.num_world + m.nbody - 1
-        new = self._frames(start, N)
-        new.update(self._contact_arrays(N, self._buf.column("pos", start), start))
+        pos = self._buf.column("pos", start)
+        new = self._frames(start, N, pos)
+        new.update(self._contact_arrays(N, pos, start))
         arrays = {k: np.concatenate(done.pieces[k] + [v]) if start else v for k, v in new.items()}
         names = [b.name for b in self.map.bodies]
         events = done.events + self._new_events(arrays, start, T, names)
@@ -420,12 +421,12 @@ class TraceRecorder:
         return Trace(bodies=list(self.map.bodies), time=time, position=position, angle=tilt, velocity=velocity,
                      angular_velocity=angular, events=events, meta=full_meta, quaternion=quaternion, **contacts)
 
-    def _frames(self, start: int, n: int) -> dict[str, np.ndarray]:
+    def _frames(self, start: int, n: int, pos: np.ndarray) -> dict[str, np.ndarray]:
         """Positions, velocities, angular velocities, quaternions and tilts of the trace's
-        ``n`` bodies at the recorded frames from ``start`` on."""
+        ``n`` bodies at the recorded frames from ``start`` on (``pos``: their recorded positions)."""
         buf = self._buf
         W = self.map.num_world
-        pos, xquat, cvel = buf.column("pos", start), buf.column("xquat", start), buf.column("cvel", start)
+        xquat, cvel = buf.column("xquat", start), buf.column("cvel", start)
         T = len(pos)
         omega = cvel[..., :3]
         lin = cvel[..., 3:].copy()
