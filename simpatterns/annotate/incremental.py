@@ -91,13 +91,14 @@ class FrameRows:
         self.clear()
 
     def clear(self) -> None:
-        self._series: np.ndarray | None = None
+        self._store: np.ndarray | None = None  # the series seen, in a buffer that grows by doubling
+        self._seen = 0  # frames of it
         self._rest: tuple[Any, ...] = ()
         self._rows: tuple[np.ndarray, ...] = ()
 
     def __call__(self, series: Any, *rest: Any) -> tuple[np.ndarray, ...]:
         series = np.asarray(series)
-        old = self._series
+        old = None if self._store is None else self._store[: self._seen]
         n = 0
         if (
             old is not None
@@ -118,8 +119,19 @@ class FrameRows:
                 rows = tuple(
                     np.concatenate((a, b + n if k == 0 else b)) for k, (a, b) in enumerate(zip(self._rows, new))
                 )
-            self._series, self._rest, self._rows = np.array(series), rest, rows
+            self._keep(series, n)
+            self._rest, self._rows = rest, rows
         return tuple(r.copy() for r in self._rows)
+
+    def _keep(self, series: np.ndarray, n: int) -> None:
+        """Store ``series``, whose first ``n`` frames are stored already (copying only the rest)."""
+        store = self._store
+        if n == 0 or store is None or len(series) > len(store):
+            grown = np.empty((max(2 * len(series), 8),) + series.shape[1:], dtype=series.dtype)
+            grown[:n] = series[:n]
+            store = self._store = grown
+        store[n : len(series)] = series[n:]
+        self._seen = len(series)
 
 
 class ByArguments:
