@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Rope world throughput: environment steps per second, and the cost of recording a trace.
 
-    python benchmarks/rope.py [--steps 200] [--reps 3] [--image 128]
+    python benchmarks/rope.py [--steps 200] [--reps 3] [--image 128] [--per-step]
 
 1. ``simpatterns/KnotRope-v0`` with RGB observations (the rope and the goal,
    rendered headless by MuJoCo) and the knot oracle on every step, on one
@@ -16,8 +16,18 @@
    (stride 1), the environment's stride 8, and KnotGym's frame skip 24; target
    ratio <= 1.2. Each repetition times bare stepping next to each stride
    (CPU time); the median ratio over ``--reps`` is reported.
+3. Per-step cost along a 50-step episode with a program reward
+   (`RewardProgramWrapper`, state observations, so the annotation is a
+   visible part of a step): CPU ms per step at steps 1-5 and 46-50 and their
+   ratio (target <= 1.3), with the incremental annotation the wrapper uses
+   and, interleaved in the same run, with the trace re-annotated whole every
+   step; the same for the environment's own annotation of the whole 3D
+   library (``annotate=True``, which also renders the annotation text an LLM
+   reads: its timeline grows with the episode's events). Each step's figure is its best over
+   ``--reps`` episodes of the same actions. ``--per-step`` runs only this part.
 
-Prints the load average: the machine is shared, so absolute numbers move.
+Prints the load average and the speed probe: the machine is shared, so
+absolute numbers move.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simpatterns.envs  # noqa: E402,F401
+from machine import machine_line  # noqa: E402
+from simpatterns.envs import RewardProgramWrapper  # noqa: E402
+from simpatterns.envs.rope_env import KnotRopeEnv  # noqa: E402
 from simpatterns.simulators.mujoco import RopeWorld, TraceRecorder, diagram, load_configurations  # noqa: E402
 
 
@@ -135,16 +148,76 @@ def recording_ratio(steps: int, reps: int, strides: tuple[int, ...]) -> dict[int
     return {s: float(np.median(r)) for s, r in ratios.items()} | {0: float(np.median(bare))}
 
 
+PROGRAM = 'AND(COUNT("crossing removed") >= 2, NEVER("crossing formed"))'  # the guide's rope reward
+EPISODE = 50  # KnotRope-v0's time limit
+EARLY, LATE = slice(0, 5), slice(EPISODE - 5, EPISODE)
+
+
+class WholeAnnotation:
+    """Stands in for an `IncrementalAnnotator`: annotates the whole trace afresh (the baseline)."""
+
+    def __init__(self, annotator):
+        self.library = annotator.library
+
+    def annotate(self, trace):
+        from simpatterns.annotate import annotate
+
+        return annotate(trace, self.library)
+
+    def reset(self) -> None:
+        pass
+
+
+def episode_costs(kind: str, whole: bool, actions: np.ndarray) -> np.ndarray:
+    """CPU seconds of each step of one episode (no time limit: all ``EPISODE`` steps)."""
+    env = KnotRopeEnv(task="unknot", crossings=3, obs_mode="state", annotate=kind == "library")
+    if kind == "program":
+        env = RewardProgramWrapper(env, PROGRAM)
+        if whole:
+            env._annotator_made = WholeAnnotation(env._annotator)
+    elif whole:
+        env._annotator = WholeAnnotation(env.annotator)
+    env.reset(seed=0)
+    out = np.empty(len(actions))
+    for k, a in enumerate(actions):
+        t0 = time.process_time()
+        env.step(a)
+        out[k] = time.process_time() - t0
+    return out
+
+
+def per_step(reps: int) -> None:
+    actions = np.random.default_rng(0).uniform(-1, 1, (EPISODE, 6)).astype(np.float32)
+    kinds = (("program", f"program reward {PROGRAM}"),
+             ("library", "annotate=True (whole 3D library, and the annotation text)"))
+    for kind, what in kinds:
+        best = {w: np.full(EPISODE, np.inf) for w in (False, True)}
+        for _ in range(reps):  # interleaved: both see the same machine
+            for w in best:
+                best[w] = np.minimum(best[w], episode_costs(kind, w, actions))
+        print(f"per step, {what}:")
+        for w, name in ((False, "incremental"), (True, "re-annotated whole")):
+            early, late = 1000 * best[w][EARLY].mean(), 1000 * best[w][LATE].mean()
+            print(f"  {name:>18}: steps 1-5 {early:.1f} ms, steps 46-50 {late:.1f} ms, "
+                  f"ratio {late / early:.2f}" + (" (target <= 1.3)" if kind == "program" and not w else ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200, help="environment steps per repetition")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--image", type=int, default=128, help="image side (KnotGym: 128)")
+    ap.add_argument("--per-step", action="store_true",
+                    help="only the per-step cost at steps 1-5 and 46-50 with a program reward")
     args = ap.parse_args()
     where = pin_one_core()
-    load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs; {where}; "
+    print(f"{machine_line()}; {where}; "
           f"MUJOCO_GL={os.environ['MUJOCO_GL']}, LP_NUM_THREADS={os.environ['LP_NUM_THREADS']}")
+    per_step(max(args.reps, 5))
+    if args.per_step:
+        load = os.getloadavg()
+        print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return
     rate = env_rate(args.steps, args.reps, args.image)
     print(f"KnotRope-v0, rgb {args.image}x{2 * args.image} + knot oracle: {rate['cpu']:.0f} steps per CPU-second, "
           f"{rate['wall']:.0f} per wall-second (KnotGym: about 20; target >= 60)")

@@ -5,8 +5,9 @@
 """
 
 from simpatterns.annotate.annotator import annotate, annotate_iter, annotate_many, run_detector
+from simpatterns.annotate.incremental import IncrementalAnnotator
 from simpatterns.annotate.sandboxed import SandboxPolicy
 from simpatterns.annotation import Annotation, AnnotationFormatError, PatternEvent
 
-__all__ = ["Annotation", "AnnotationFormatError", "PatternEvent", "SandboxPolicy", "annotate", "annotate_iter",
-           "annotate_many", "run_detector"]
+__all__ = ["Annotation", "AnnotationFormatError", "IncrementalAnnotator", "PatternEvent", "SandboxPolicy", "annotate",
+           "annotate_iter", "annotate_many", "run_detector"]

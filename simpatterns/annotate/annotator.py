@@ -93,11 +93,16 @@ def _strip_where(exc: DetectorError) -> str:
     return text[len(prefix):] if text.startswith(prefix) else text
 
 
-def run_trusted_phase(state: TraceState, library: PatternLibrary, labels: list[str]) -> None:
-    """Run trusted ``labels`` in-process on one trace, in order, adding to ``state``."""
+def run_trusted_phase(state: TraceState, library: PatternLibrary, labels: list[str],
+                      detectors: Mapping[str, Detector] | None = None) -> None:
+    """Run trusted ``labels`` in-process on one trace, in order, adding to ``state``;
+    ``detectors`` stand in for the library's own of their labels (the same patterns,
+    e.g. `IncrementalAnnotator`'s memoised ones)."""
     trace, events, timings = state.guarded, state.events, state.timings  # per label below: kept lean
     for label in labels:
-        det = library.get(label)
+        det = detectors.get(label) if detectors else None
+        if det is None:
+            det = library.get(label)
         failed = state.failed_dependencies(det.depends) if state.errors else None
         if failed:
             state.skip(label, failed)
@@ -117,14 +122,20 @@ def annotate(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
     """Annotate one trace with every pattern of ``library`` (dependency order).
     Untrusted detectors run in the sandbox, under ``sandbox`` (default `SandboxPolicy()`)."""
     check_untrusted(library)
-    labels = library.order()
+    return annotate_state(trace, library, trace_id=trace_id, sandbox=sandbox)
+
+
+def annotate_state(trace: Trace, library: PatternLibrary, *, trace_id: str = "",
+                   sandbox: SandboxPolicy | None = None, detectors: Mapping[str, Detector] | None = None) -> Annotation:
+    """`annotate` after the AST gate (the caller ran `check_untrusted`), with ``detectors``
+    standing in for some trusted ones (see `run_trusted_phase`)."""
     state = TraceState(trace, trace_id)
     for trusted, phase_labels in plan_phases(library):
         if trusted:
-            run_trusted_phase(state, library, phase_labels)
+            run_trusted_phase(state, library, phase_labels, detectors)
         else:
             run_untrusted_phase([state], library, phase_labels, sandbox or DEFAULT_POLICY)
-    return state.annotation(labels)
+    return state.annotation(library.order())
 
 
 # ----------------------------------------------------------------- many traces

@@ -8,16 +8,22 @@ dependencies), so a program made of NEARBY_AT/TOUCHING clauses costs no
 detector at all, and the result equals ``simpatterns reward eval`` on the
 same trace. An annotation the environment already made (``info
 ["annotation"]``, with ``annotate=True``) is used when it holds those
-patterns.
+patterns. The annotation is made by an `IncrementalAnnotator`: on a
+multi-step episode, whose trace grows step by step, the earlier frames'
+per-frame work is not done again (the rope's step 50 costs about 1.3x its
+step 1, against 4x when re-annotated whole).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from simpatterns.dsl import RewardProgram
+
+if TYPE_CHECKING:
+    from simpatterns.annotate.incremental import IncrementalAnnotator
 
 REWARD_KINDS = ("score", "success")
 INVALID_SCORES = ("left-alone", "zero")
@@ -92,6 +98,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._fitted: set[tuple[str, ...]] = set()
         self._scene_checked = False
         self._paid = 0.0  # the value paid so far this episode (the potential)
+        self._annotator_made: "IncrementalAnnotator | None" = None
 
     def _fit(self, names: Any, where: str) -> None:
         key = tuple(names)
@@ -99,9 +106,21 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self.program.require_bodies(list(key), where)
             self._fitted.add(key)
 
+    @property
+    def _annotator(self) -> "IncrementalAnnotator":
+        """Annotates each step's trace with the patterns the program reads; a multi-step
+        episode's trace grows, and only its new frames' per-frame work is done."""
+        if self._annotator_made is None:
+            from simpatterns.annotate.incremental import IncrementalAnnotator
+
+            self._annotator_made = IncrementalAnnotator(self.program.needed_library)
+        return self._annotator_made
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
         self._paid = 0.0
+        if self._annotator_made is not None:
+            self._annotator_made.reset()
         bodies = info.get("bodies")
         self._scene_checked = bodies is not None
         if bodies is not None:
@@ -124,7 +143,9 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
         if not self._scene_checked:
             self._fit(trace.names, "trace")
-        result = self.program.evaluate(given if given is not None and self.program.covers(given) else None, trace)
+        if given is None or not self.program.covers(given):
+            given = self._annotator.annotate(trace)
+        result = self.program.evaluate(given, trace)
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
         # False when the rollout stopped before its horizon and the frames it did not simulate could

@@ -131,6 +131,7 @@ class KnotRopeEnv(gym.Env):
             self.observation_space = spaces.Box(-reach, reach, (2, n, 3), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (6,), np.float32)
         self._renderer: Any = None
+        self._annotator: Any = None
         self._goal_images: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._bodies: tuple[str, ...] | None = None
         self.goal_positions: np.ndarray | None = None
@@ -155,6 +156,16 @@ class KnotRopeEnv(gym.Env):
 
             lib = builtin_library("3d")
         return lib
+
+    @property
+    def annotator(self):
+        """Annotates the episode's trace with `library` after each step: an
+        `IncrementalAnnotator` (the crossings of earlier frames are kept, not found again)."""
+        if self._annotator is None:
+            from simpatterns.annotate.incremental import IncrementalAnnotator
+
+            self._annotator = IncrementalAnnotator(self.library)
+        return self._annotator
 
     @property
     def renderer(self):
@@ -238,6 +249,8 @@ class KnotRopeEnv(gym.Env):
         self._trace = None
         self.last_annotation = None
         self._last_push = None
+        if self._annotator is not None:
+            self._annotator.reset()
         self._success = self._matches(self.code)
         info = {"task": self.task.name, "goal": self._goal_text(), "start_index": self.start_index,
                 "goal_index": self.goal_index, "crossings": self.code.num_crossings, "gauss_code": self.code.text,
@@ -286,9 +299,7 @@ class KnotRopeEnv(gym.Env):
         info["reward/success"] = reward
         info["is_success"] = ok
         if self.render_options.annotates:
-            from simpatterns.annotate.annotator import annotate
-
-            self.last_annotation = annotate(self.last_trace, self.library)
+            self.last_annotation = self.annotator.annotate(self.last_trace)
             info["annotation"] = self.last_annotation
             info["annotation_text"] = self._text()
         if self.info_trace:
@@ -328,11 +339,10 @@ class KnotRopeEnv(gym.Env):
                          f"force ({', '.join(f'{v:.3f}' for v in force)}) N on bead {bead}"))
         trace = self.last_trace
         if trace is not None:
-            from simpatterns.annotate.annotator import annotate
             from simpatterns.annotate.text import timeline_text
 
             if self.last_annotation is None or set(self.last_annotation.patterns) != set(self.library.labels):
-                self.last_annotation = annotate(trace, self.library)
+                self.last_annotation = self.annotator.annotate(trace)
             lines += ["", timeline_text(trace, self.last_annotation, int(self.render_options.text_budget))]
         return "\n".join(lines)
 

@@ -152,9 +152,10 @@ class RopeWorld:
 
     # ------------------------------------------------------------- acting
     def start_recording(self, stride: int = 1, meta: dict[str, Any] | None = None) -> TraceRecorder:
-        """Record every ``stride``-th physics step from now on (`trace` returns it)."""
+        """Record every ``stride``-th physics step from now on (`trace` returns it; each call
+        computes only the frames recorded since the last)."""
         self.recorder = TraceRecorder(self.model, stride=stride, meta={"rope": self.config.to_json(),
-                                                                        **(meta or {})})
+                                                                        **(meta or {})}, incremental=True)
         return self.recorder
 
     def trace(self, meta: dict[str, Any] | None = None) -> Trace:

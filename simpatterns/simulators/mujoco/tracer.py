@@ -45,6 +45,7 @@ equal `simulate`'s bit for bit.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -53,7 +54,7 @@ import mujoco
 import numpy as np
 
 from simpatterns.simulators.mujoco.model import BodyMap, describe_bodies, load_model
-from simpatterns.trace import Trace, collision_events, empty_contacts
+from simpatterns.trace import RawEvent, Trace, collision_events, empty_contacts
 
 SIMULATOR_NAME = "mujoco"
 POSITIONS = ("xipos", "xpos")  # a body's centre of mass, its frame origin
@@ -107,13 +108,29 @@ class _Buffers:
             self.blocks.append({n: np.empty((self.BLOCK,) + shape) for n, shape in self.shapes.items()})
         return self.blocks[k], i
 
-    def column(self, name: str) -> np.ndarray:
-        """``[size, ...]``: one array over every recorded frame."""
+    def column(self, name: str, start: int = 0) -> np.ndarray:
+        """``[size - start, ...]``: one array over the recorded frames from ``start`` on."""
         full, rest = divmod(self.size, self.BLOCK)
         parts = [b[name] for b in self.blocks[:full]] + ([self.blocks[full][name][:rest]] if rest else [])
+        first, skip = divmod(start, self.BLOCK)
+        parts = parts[first:]
+        if parts and skip:
+            parts[0] = parts[0][skip:]
         if not parts:
             return np.empty((0,) + self.shapes[name])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+@dataclass
+class _Assembled:
+    """What earlier assemblies made of the frames before ``frames``, kept so that the next
+    assembly computes only the frames recorded since (an episode's trace is asked for after
+    every step): the per-frame arrays and contact rows in pieces, one per assembly, and the
+    collision events up to frame ``frames - 1``, which later frames cannot change."""
+
+    frames: int = 0
+    pieces: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    events: list[Any] = field(default_factory=list)
 
 
 _CONTACT_FIELDS = ("pos", "frame", "geom", "flex", "elem", "vert", "efc_address", "exclude")
@@ -161,10 +178,15 @@ class TraceRecorder:
     ``names`` renames MuJoCo bodies by id; ``meta`` is merged into the trace's meta;
     ``position`` is ``"xipos"`` (centres of mass) or ``"xpos"`` (frame origins); a given
     ``body_map`` must come from `describe_bodies` with the same ``position``.
+    ``incremental=True``: the trace is asked for again as it grows (after every step of an
+    environment's episode), so `trace` keeps a copy of what it made of the frames recorded
+    and the next call computes only the frames recorded since (the traces equal those made
+    afresh; they share their collision event objects, which are not to be changed).
     """
 
     def __init__(self, model: Any, *, stride: int = 1, names: dict[int, str] | None = None,
-                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None, position: str = "xipos"):
+                 body_map: BodyMap | None = None, meta: dict[str, Any] | None = None, position: str = "xipos",
+                 incremental: bool = False):
         if stride < 1:
             raise ValueError(f"stride must be >= 1, got {stride}")
         self.model = load_model(model)
@@ -172,6 +194,7 @@ class TraceRecorder:
         self.position = check_position(position)
         self.map = body_map or describe_bodies(self.model, names, position)
         self.meta = dict(meta or {})
+        self.incremental = bool(incremental)
         m = self.model
         root = m.body_rootid[1:]
         parents = set(m.body_parentid[1:].tolist())
@@ -206,6 +229,7 @@ class TraceRecorder:
         self._steps = 0
         self._static: tuple[np.ndarray, np.ndarray] | None = None
         self._start_time: float | None = None
+        self._assembled = _Assembled()
 
     @property
     def num_frames(self) -> int:
@@ -339,44 +363,42 @@ class TraceRecorder:
             size, rows = self._buf.size, len(self._contacts.frame)
             self._record(final, final.time)
             try:
-                return self._assemble(meta)
+                return self._assemble(meta, size)
             finally:
                 self._buf.size = size
                 c = self._contacts
                 del c.frame[rows:], c.raw[rows:], c.force[rows:]
-        return self._assemble(meta)
+        return self._assemble(meta, self._buf.size)
 
-    def _assemble(self, meta: dict[str, Any] | None) -> Trace:
+    def _assemble(self, meta: dict[str, Any] | None, kept: int) -> Trace:
+        """The trace of every frame recorded; the first ``kept`` stay recorded (the rest is
+        the final state, dropped after), so what is made of them is kept for the next call."""
         m = self.model
         T = self._buf.size
         if T == 0:
             raise ValueError("nothing recorded: step with advance(data) (or capture(data))")
-        buf = self._buf
-        W = self.map.num_world
-        N = W + m.nbody - 1
-        pos, xquat, cvel = buf.column("pos"), buf.column("xquat"), buf.column("cvel")
-        omega = cvel[..., :3]
-        lin = cvel[..., 3:].copy()
-        if self._needs_root.size:
-            k = self._needs_root
-            lin[:, k] += np.cross(omega[:, k], pos[:, k] - buf.column("com")[:, self._root_slot])
-        position = np.zeros((T, N, 3))
-        velocity = np.zeros((T, N, 3))
-        angular = np.zeros((T, N, 3))
-        quaternion = np.zeros((T, N, 4))
-        position[:, W:] = pos
-        velocity[:, W:] = lin
-        angular[:, W:] = omega
-        quaternion[:, W:] = xquat
-        if W:
-            assert self._static is not None
-            position[:, :W] = self._static[0]
-            quaternion[:, :W] = self._static[1]
-        x, y = quaternion[..., 1], quaternion[..., 2]
-        tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
-        contacts = self._contact_arrays(N, pos)
+        done = self._assembled
+        start = done.frames
+        N = self.map.num_world + m.nbody - 1
+        pos = self._buf.column("pos", start)
+        new = self._frames(start, N, pos)
+        new.update(self._contact_arrays(N, pos, start))
+        arrays = {k: np.concatenate(done.pieces[k] + [v]) if start else v for k, v in new.items()}
         names = [b.name for b in self.map.bodies]
-        events = collision_events(contacts["contact_frame"], contacts["contact_a"], contacts["contact_b"], T, names)
+        events = done.events + self._new_events(arrays, start, T, names)
+        if self.incremental:
+            # keep what the frames that stay recorded made: their rows, and the events before the
+            # last of them (an event at a frame depends on that frame and the one before only)
+            if kept > start:
+                rows = int(np.searchsorted(new["contact_frame"], kept))
+                for k, v in new.items():
+                    piece = v[:rows] if k.startswith("contact_") else v[:kept - start]
+                    done.pieces.setdefault(k, []).append(piece.copy())
+                done.events = [e for e in events if e.frame < kept]
+                done.frames = kept
+        position, velocity, angular = arrays.pop("position"), arrays.pop("velocity"), arrays.pop("angular")
+        quaternion, tilt = arrays.pop("quaternion"), arrays.pop("tilt")
+        contacts = arrays
         time = np.arange(T) * (self.stride * m.opt.timestep)
         full_meta = {
             "simulator": SIMULATOR_NAME,
@@ -399,6 +421,48 @@ class TraceRecorder:
         return Trace(bodies=list(self.map.bodies), time=time, position=position, angle=tilt, velocity=velocity,
                      angular_velocity=angular, events=events, meta=full_meta, quaternion=quaternion, **contacts)
 
+    def _frames(self, start: int, n: int, pos: np.ndarray) -> dict[str, np.ndarray]:
+        """Positions, velocities, angular velocities, quaternions and tilts of the trace's
+        ``n`` bodies at the recorded frames from ``start`` on (``pos``: their recorded positions)."""
+        buf = self._buf
+        W = self.map.num_world
+        xquat, cvel = buf.column("xquat", start), buf.column("cvel", start)
+        T = len(pos)
+        omega = cvel[..., :3]
+        lin = cvel[..., 3:].copy()
+        if self._needs_root.size:
+            k = self._needs_root
+            lin[:, k] += np.cross(omega[:, k], pos[:, k] - buf.column("com", start)[:, self._root_slot])
+        position = np.zeros((T, n, 3))
+        velocity = np.zeros((T, n, 3))
+        angular = np.zeros((T, n, 3))
+        quaternion = np.zeros((T, n, 4))
+        position[:, W:] = pos
+        velocity[:, W:] = lin
+        angular[:, W:] = omega
+        quaternion[:, W:] = xquat
+        if W:
+            assert self._static is not None
+            position[:, :W] = self._static[0]
+            quaternion[:, :W] = self._static[1]
+        x, y = quaternion[..., 1], quaternion[..., 2]
+        tilt = np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0))
+        return {"position": position, "velocity": velocity, "angular": angular, "quaternion": quaternion,
+                "tilt": tilt}
+
+    @staticmethod
+    def _new_events(contacts: dict[str, np.ndarray], start: int, T: int, names: list[str]) -> list[RawEvent]:
+        """The collision events at frames ``start`` on (a start or an end at a frame compares
+        it with the frame before, so the rows from frame ``start - 1`` on are read)."""
+        before = max(start - 1, 0)
+        frame = contacts["contact_frame"]
+        r = int(np.searchsorted(frame, before))
+        events = collision_events(frame[r:] - before, contacts["contact_a"][r:], contacts["contact_b"][r:],
+                                  T - before, names)
+        if not before:
+            return events
+        return [RawEvent(e.kind, e.frame + before, e.params) for e in events if e.frame > 0]
+
     def _ropes(self) -> list[dict[str, Any]]:
         """The model's 1D flexes (ropes, cables): name, trace indices of their beads in order
         along the rope, and whether the rope is a closed loop."""
@@ -417,20 +481,23 @@ class TraceRecorder:
             out.append({"name": name, "bodies": beads.tolist(), "closed": closed})
         return out
 
-    def _contact_arrays(self, n: int, pos: np.ndarray) -> dict[str, np.ndarray]:
+    def _contact_arrays(self, n: int, pos: np.ndarray, start: int = 0) -> dict[str, np.ndarray]:
+        """The contact rows of the frames from ``start`` on; ``pos``: the recorded positions
+        of those frames."""
         c = self._contacts
-        if not c.frame:
+        i = bisect.bisect_left(c.frame, start)
+        if i == len(c.frame):
             return empty_contacts(3)
-        raw = np.concatenate(c.raw)
-        frame = np.repeat(np.asarray(c.frame, dtype=np.int64), [len(x) for x in c.raw])
-        force = np.concatenate(c.force) * self.model.opt.timestep
+        raw = np.concatenate(c.raw[i:])
+        frame = np.repeat(np.asarray(c.frame[i:], dtype=np.int64), [len(x) for x in c.raw[i:]])
+        force = np.concatenate(c.force[i:]) * self.model.opt.timestep
         adr, exclude = c.column(raw, "efc_address", np.int32, 1)[:, 0], c.column(raw, "exclude", np.int32, 1)[:, 0]
         live = (adr >= 0) & (exclude == 0)  # MuJoCo excludes contacts in a gap or of fused bodies
         raw, frame, force = raw[live], frame[live], force[live]
         point = c.column(raw, "pos", np.float64, 3)
         normal = c.column(raw, "frame", np.float64, 9)[:, :3]
         ints = {name: c.column(raw, name, np.int32, 2).astype(np.int64) for name in ("geom", "flex", "elem", "vert")}
-        body = self._contact_bodies(frame, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, pos)
+        body = self._contact_bodies(frame - start, ints["geom"], ints["flex"], ints["elem"], ints["vert"], point, pos)
         keep = (body >= 0).all(axis=1) & (body[:, 0] != body[:, 1])
         if not keep.any():
             return empty_contacts(3)
