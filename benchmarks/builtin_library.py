@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Annotation cost of the built-in pattern library against the simulation that made the trace.
 
-    python benchmarks/builtin_library.py [--reps 3] [--steps 1000] [--lengths]
+    python benchmarks/builtin_library.py [--reps 3] [--steps 1000] [--lengths] [--reference [DIR]]
 
 Over the 25-template mix (one scene and one random valid action each, every
 run `--steps` steps with no early stop), measured in the same process:
@@ -20,22 +20,33 @@ pattern that asks), slowest first.
 ``annotate = fixed + per_frame * T``: a library of numpy detectors has a
 per-call floor (each numpy call costs microseconds whatever its size) that
 short traces cannot amortise.
+
+``--reference DIR`` (default ``tests/data/reference_detectors``, the frozen copies of
+detectors as they were before a speed-up) also times each reference detector beside the
+library's detector of the same pattern, on the same guarded trace with the same dependency
+events, interleaved call by call, checks that both emit the same events, and prints the
+speed-up (reference CPU / library CPU, best of reps per trace, summed over the traces).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
 from simpatterns.annotate.annotator import annotate, run_detector
 from simpatterns.annotate.phases import guarded_view
+from simpatterns.detectors.contract import Detector, load_detector
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate
 from machine import machine_line
 
 CLOCK = time.process_time  # CPU seconds: steadier than wall time on a shared machine
+REFERENCE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "reference_detectors"
+CALLS = 5  # calls per timing: one detector call is tens of microseconds, near the clock's resolution
 
 
 def mix() -> list[tuple[object, np.ndarray]]:
@@ -84,11 +95,40 @@ def measure(lib: PatternLibrary, cases, steps: int, reps: int):
     return sim.min(axis=0), ann.min(axis=0), {label: v.min(axis=0) for label, v in per.items()}, traces
 
 
+def references(folder: Path, lib: PatternLibrary) -> list[Detector]:
+    """The frozen detectors in ``folder`` whose pattern the library has."""
+    dets = [load_detector(p.read_text(), p.name) for p in sorted(folder.glob("*.py"))]
+    return [d for d in dets if d.pattern in lib.order()]
+
+
+def compare(lib: PatternLibrary, refs: list[Detector], traces, reps: int) -> dict[str, tuple[float, float]]:
+    """CPU seconds per trace of each reference and the library's detector of its pattern (best of
+    ``reps`` per trace, each timing ``CALLS`` calls, the two alternating); their events must agree."""
+    best = {d.pattern: np.full((2, len(traces)), np.inf) for d in refs}
+    for k, trace in enumerate(traces):
+        guarded = guarded_view(trace)
+        annotation = annotate(trace, lib)
+        for ref in refs:
+            new = lib.get(ref.pattern)
+            deps = {label: [(e.frame, dict(e.params)) for e in annotation.by_pattern(label)] for label in new.depends}
+            want = run_detector(ref, guarded, deps)
+            assert json.dumps(run_detector(new, guarded, deps)) == json.dumps(want), (ref.pattern, k)
+            for _ in range(reps):
+                for side, det in enumerate((ref, new)):
+                    t0 = CLOCK()
+                    for _ in range(CALLS):
+                        run_detector(det, guarded, deps)
+                    best[ref.pattern][side, k] = min(best[ref.pattern][side, k], (CLOCK() - t0) / CALLS)
+    return {label: (b[0].mean(), b[1].mean()) for label, b in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--lengths", action="store_true", help="also measure runs of 125 to 4000 steps")
+    parser.add_argument("--reference", nargs="?", const=REFERENCE_DIR, type=Path, default=None, metavar="DIR",
+                        help=f"also time the frozen detectors in DIR against the library's (default {REFERENCE_DIR})")
     args = parser.parse_args()
     print(machine_line())
     lib = PatternLibrary.builtin()
@@ -110,6 +150,14 @@ def main() -> None:
           f"trace; benchmarks/annotate.py measures the annotator's own cost):")
     for label, sec in sorted(per.items(), key=lambda kv: -kv[1].mean()):
         print(f"  {sec.mean() * 1e3:7.3f}  {sec.mean() / sim_t.mean():6.3f} x sim  {label}")
+    if args.reference:
+        refs = references(args.reference, lib)
+        print(f"\nspeed-up against the frozen references in {args.reference} (CPU ms per trace, best of "
+              f"{args.reps}, {CALLS} calls each, interleaved; events checked equal on every trace):")
+        print(f"  {'reference':>9}  {'library':>9}  {'speed-up':>8}  pattern")
+        for label, (ref_t, new_t) in sorted(compare(lib, refs, [t for t, _ in traces], args.reps).items(),
+                                            key=lambda kv: -kv[1][0]):
+            print(f"  {ref_t * 1e3:9.3f}  {new_t * 1e3:9.3f}  {ref_t / new_t:7.2f}x  {label}")
     if args.lengths:
         print("\nratio against trace length (fit: annotate = fixed + per_frame * T):")
         rows = []

@@ -28,6 +28,7 @@ each batch through every phase, one sandbox job per pattern and batch.
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 import traceback
@@ -56,6 +57,9 @@ __all__ = ["TRACE_ERROR_KEY", "SandboxPolicy", "annotate", "annotate_iter", "ann
            "run_detector", "trace_files"]
 
 
+_FRAME = operator.itemgetter(0)
+
+
 def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence[tuple[int, dict]]]) -> EventList:
     """Run one detector on ``trace``; ``events`` maps labels to earlier patterns' events
     (it may hold more labels than the detector declares; only ``DEPENDS`` are passed).
@@ -78,7 +82,7 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
             f"detect raised {type(exc).__name__}: {exc}{_where_in(detector, exc)}", detector.pattern
         ) from exc
     out = validate_events(raw, detector.pattern, trace.num_frames, interval=detector.duration == "interval")
-    out.sort(key=lambda e: e[0])
+    out.sort(key=_FRAME)
     return out
 
 

@@ -364,6 +364,8 @@ class PatternLibrary:
         return self.order()
 
     def _key(self, label: str) -> str:
+        if label in self._detectors:  # already a key (the labels of `order()`): keys are normalized
+            return label
         key = normalize_label(label)
         if key not in self._detectors:
             raise KeyError(f"no pattern {label!r} in the library; patterns are {sorted(self._detectors)}")

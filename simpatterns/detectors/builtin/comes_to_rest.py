@@ -22,39 +22,49 @@ MERGE_GAP = 2  # frames: contacts flicker; look this far past the first frame fo
 
 
 def rests(trace):
-    """Rest stretches of every dynamic body: lists (body, first frame, stop frame exclusive)."""
-    T = trace.num_frames
-    v, w = trace.velocity, trace.angular_velocity
+    """Rest stretches of every dynamic body: arrays (body, first frame, stop frame exclusive), by body then frame."""
+    dyn = np.flatnonzero(trace.dynamic_mask)
+    T, M = trace.num_frames, dyn.size
+    v2, w2 = np.take(trace.velocity, dyn, axis=1), np.take(trace.angular_velocity, dyn, axis=1)  # dynamic only
+    v2 *= v2
+    w2 *= w2
     # component by component: a numpy reduction over a last axis of 2 costs 8x more
-    speed2 = sum(v[:, :, k] * v[:, :, k] for k in range(v.shape[2]))  # [T, N]
-    spin2 = w * w if w.ndim == 2 else sum(w[:, :, k] * w[:, :, k] for k in range(w.shape[2]))
-    still = (speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2) & trace.dynamic_mask[None, :]
-    padded = np.zeros((T + 2, trace.num_bodies), dtype=bool)
-    padded[1:-1] = still
-    edge = np.diff(padded.astype(np.int8), axis=0)  # +1 at a start, -1 just past a stop
-    bs, fs = np.nonzero(edge.T == 1)
-    be, fe = np.nonzero(edge.T == -1)  # both ordered by body, then frame: they pair up
-    long = fe - fs >= max(1, round(MIN_SECONDS / trace.dt))
-    return bs[long], fs[long], fe[long]
+    speed2 = sum((v2[:, :, k] for k in range(1, v2.shape[2])), v2[:, :, 0])  # [T, M]
+    spin2 = w2 if w2.ndim == 2 else sum((w2[:, :, k] for k in range(1, w2.shape[2])), w2[:, :, 0])
+    # one row per body with a free frame at either end, all rows laid end to end
+    width = T + 2
+    still = np.zeros((M, width), dtype=bool)
+    still[:, 1:-1] = ((speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2)).T
+    edge = np.flatnonzero(still.ravel()[1:] != still.ravel()[:-1])  # alternately the start and the stop of a rest
+    row = edge[::2] // width
+    start, stop = edge[::2] - row * width, edge[1::2] - row * width
+    long = stop - start >= max(1, round(MIN_SECONDS / trace.dt))
+    return dyn[row[long]], start[long], stop[long]
 
 
-def support(trace, i, f):
-    """The body pushing body i most nearly straight up in frames f .. f + MERGE_GAP, or None."""
-    rows = np.flatnonzero((trace.contact_frame >= f) & (trace.contact_frame <= f + MERGE_GAP)
-                          & ((trace.contact_a == i) | (trace.contact_b == i)))
-    if not rows.size:
-        return None
-    a, b = trace.contact_a[rows], trace.contact_b[rows]
-    up = trace.contact_normal[rows, -1] if trace.dim == 2 else trace.contact_normal[rows, 2]
+def supports(trace, body, first):
+    """For each rest (body, first frame f): the body pushing it most nearly straight up in frames
+    f .. f + MERGE_GAP, or -1 when it touches nothing then. All rests at once, over the contact rows
+    of those frames (rows are sorted by frame)."""
+    lo = np.searchsorted(trace.contact_frame, first)
+    n = np.searchsorted(trace.contact_frame, first + MERGE_GAP + 1) - lo
+    rest = np.repeat(np.arange(first.size), n)  # each row of each rest's frames, rests laid end to end
+    rows = np.arange(n.sum()) + np.repeat(lo - (np.cumsum(n) - n), n)
+    a, b, i = trace.contact_a[rows], trace.contact_b[rows], body[rest]
+    mine = np.flatnonzero((a == i) | (b == i))  # the rows where the resting body touches something
+    rows, rest, a, b, i = rows[mine], rest[mine], a[mine], b[mine], i[mine]
+    up = trace.contact_normal[rows, 1 if trace.dim == 2 else 2]
     push = np.where(a == i, -up, up)  # the normal points from a into b: the push on i from the other body
-    k = int(np.argmax(push))
-    return int(b[k] if a[k] == i else a[k])
+    order = np.lexsort((-push, rest))  # by rest, strongest push first, then by row (the sort is stable)
+    best = order[np.concatenate(([True], rest[order][1:] != rest[order][:-1]))[:order.size]]
+    surface = np.full(first.size, -1)
+    surface[rest[best]] = np.where(a == i, b, a)[best]
+    return surface
 
 
 def detect(trace, events):
-    names = trace.names
-    out = []
-    for i, s, e in zip(*(x.tolist() for x in rests(trace))):
-        j = support(trace, i, s)
-        out.append((s, {"object": names[i], "surface": names[j] if j is not None else "none", "frames": e - s}))
+    names = trace.names + ["none"]  # surface -1: none
+    body, first, stop = rests(trace)
+    out = [(s, {"object": names[i], "surface": names[j], "frames": e - s})
+           for i, s, e, j in zip(body.tolist(), first.tolist(), stop.tolist(), supports(trace, body, first).tolist())]
     return sorted(out, key=lambda ev: ev[0])

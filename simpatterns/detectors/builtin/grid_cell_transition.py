@@ -27,12 +27,15 @@ def detect(trace, events):
     else:  # no declared world: grid over the extent the bodies cover
         lo, size = pos.min(axis=(0, 1)), np.ptp(pos, axis=(0, 1)) + 1e-9
     # one row per body and axis (x and y of body 0, x and y of body 1, ...), frames along the row
-    u = np.ascontiguousarray(pos.reshape(T, 2 * M).T)
-    u = (u - np.tile(lo, M)[:, None]) * np.tile(GRID / size, M)[:, None]  # [2M, T], position in cell units
+    scale = (GRID / size)[:, None]  # [2, 1]: per axis, against [M, 2, T]
+    u = np.empty((M, 2, T))
+    np.subtract(pos.transpose(1, 2, 0), lo[:, None], out=u)
+    u *= scale  # position in cell units
     cell = np.floor(u)
-    h = np.tile(HYSTERESIS * GRID / size, M)[:, None]
     frac = u - cell
-    sure = (frac >= h) & (frac <= 1 - h)  # well inside its cell along that axis
+    h = (HYSTERESIS * GRID / size)[:, None]
+    sure = ((frac >= h) & (frac <= 1 - h)).reshape(2 * M, T)  # well inside its cell along that axis
+    cell = cell.reshape(2 * M, T)
     sure[:, 0] = True
     # a row's cell at frame t is the one seen at its last sure frame <= t (carried over frames near a boundary)
     at = np.flatnonzero(sure)  # row * T + frame, in order

@@ -39,9 +39,11 @@ def outline(trace, i, frames):
             n, k = len(corners), len(part["vertices"])
             corners += part["vertices"]
             succ += list(range(n + 1, n + k)) + [n]
-    x, y = trace.position[frames, i, 0, None], trace.position[frames, i, 1, None]  # [F, 1]
+    at = trace.position[frames, i]
+    x, y = at[:, 0, None], at[:, 1, None]  # [F, 1]
     if corners or any(map(any, centres)):
-        c, s = np.cos(trace.angle[frames, i])[:, None], np.sin(trace.angle[frames, i])[:, None]
+        angle = trace.angle[frames, i, None]
+        c, s = np.cos(angle), np.sin(angle)
 
     def place(local):  # body-frame points -> world x, y [F, K]
         if not any(map(any, local)):  # points on the body's origin stay there as it turns
@@ -58,7 +60,7 @@ def point_to_edges(px, py, corners, succ):
     qx, qy = corners
     dx, dy = (qx[:, succ] - qx)[:, None], (qy[:, succ] - qy)[:, None]  # edges [F, 1, W]
     wx, wy = px[:, :, None] - qx[:, None], py[:, :, None] - qy[:, None]  # [F, V, W]
-    t = np.clip((wx * dx + wy * dy) / (dx * dx + dy * dy), 0, 1)
+    t = np.minimum(np.maximum((wx * dx + wy * dy) / (dx * dx + dy * dy), 0.0), 1.0)  # np.clip, without its overhead
     ex, ey = wx - t * dx, wy - t * dy
     return np.sqrt((ex * ex + ey * ey).min(axis=2))
 

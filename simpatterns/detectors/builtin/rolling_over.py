@@ -24,15 +24,20 @@ def detect(trace, events):
     ends = {}
     for frame, p in events["collision end"]:
         ends.setdefault((p["object_a"], p["object_b"]), []).append(frame)
-    contacts = {}  # pair -> [start, end) contact intervals, hops of MERGE_GAP frames or less merged
+    contacts, passed = {}, {}  # pair -> [start, end) contact intervals, hops of MERGE_GAP frames or less merged
     for frame, p in events["collision start"]:
         pair = (p["object_a"], p["object_b"])
-        end = next((e for e in ends.get(pair, []) if e > frame), None)
+        later, k = ends.get(pair, []), passed.get(pair, 0)
+        while k < len(later) and later[k] <= frame:  # starts come in frame order: each end is passed once
+            k += 1
+        passed[pair] = k
+        end = later[k] if k < len(later) else None
         spans = contacts.setdefault(pair, [])
         if spans and spans[-1][1] is not None and frame - spans[-1][1] <= MERGE_GAP:
             spans[-1][1] = end
         else:
             spans.append([frame, end])
+    dt, dynamic, radius = trace.dt, trace.dynamic_mask.tolist(), {}
     out = []
     for (name_a, name_b), spans in contacts.items():
         a, b = trace.body_index(name_a), trace.body_index(name_b)
@@ -40,9 +45,11 @@ def detect(trace, events):
             if e is None or e - s < 2:  # still touching at the end, or a mere touch
                 continue
             for i, j in ((a, b), (b, a)):
-                if not trace.bodies[i].dynamic:
+                if not dynamic[i]:
                     continue
-                turned = np.abs(trace.angular_velocity[s:e, i]).sum() * trace.dt * trace.bodies[i].bounding_radius
+                if i not in radius:
+                    radius[i] = trace.bodies[i].bounding_radius
+                turned = np.abs(trace.angular_velocity[s:e, i]).sum() * dt * radius[i]
                 if turned < ROLL_FRACTION * MIN_DISTANCE:  # cannot cover half of any long enough traverse
                     continue
                 step = np.diff(trace.position[s:e + 1, i, :2] - trace.position[s:e + 1, j, :2], axis=0)

@@ -42,8 +42,8 @@ def detect(trace, events):
     M = wedgeable.size
     slot = np.full(N, M)
     slot[wedgeable] = np.arange(M)
-    count = (np.bincount(slot[a] * T + f, minlength=(M + 1) * T)
-             + np.bincount(slot[b] * T + f, minlength=(M + 1) * T)).reshape(M + 1, T)
+    count = (np.bincount(np.take(slot, a) * T + f, minlength=(M + 1) * T)
+             + np.bincount(np.take(slot, b) * T + f, minlength=(M + 1) * T)).reshape(M + 1, T)
     min_frames = max(1, round(MIN_SECONDS / trace.dt))
     out = []
     # a wedged body touches two or more bodies for long enough; most bodies never do
@@ -53,7 +53,8 @@ def detect(trace, events):
         if maybe.sum() < min_frames:
             continue
         as_a, as_b = np.flatnonzero(a == x), np.flatnonzero(b == x)  # its contacts; normals point from a into b
-        fa, fb, na, nb = f[as_a], f[as_b], np.take(n, as_a, axis=0), np.take(n, as_b, axis=0)
+        fa, fb = f[as_a].astype(np.intp), f[as_b].astype(np.intp)  # bincount's index type: converted once, not per call
+        na, nb = np.take(n, as_a, axis=0), np.take(n, as_b, axis=0)
 
         def per_frame(wa, wb):  # [T] sums over the body's contacts at each frame
             return np.bincount(fa, wa, T) + np.bincount(fb, wb, T)

@@ -40,7 +40,8 @@ def detect(trace, events):
     new = seen[1:] != seen[:-1]
     new[np.cumsum(sure.sum(axis=1))[:-1] - 1] = False  # the first entry of the next row is no transition
     change = at[1:][new]
-    key = np.unique(change % T * M + change // T // 2)  # (frame, body) of each transition, by frame then body
+    key = np.sort(change % T * M + change // T // 2)  # (frame, body) of each transition, by frame then body
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))[:key.size]]  # once each (np.unique costs 10x)
     frame, body = key // M, key % M
     rows = (2 * body[:, None] + np.arange(2)) * T  # [E, 2]: start of each axis row of the body
     before = seen[np.searchsorted(at, rows + frame[:, None] - 1, side="right") - 1]
