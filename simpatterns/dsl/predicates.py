@@ -1074,6 +1074,26 @@ def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] 
     return out
 
 
+def least_outline_gap(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
+                      frames: np.ndarray) -> tuple[float, int]:
+    """(the least of `outline_gaps` over stored ``frames``, the first position in ``frames``
+    that has it); (inf, 0) when no pair exists. Each pair measures only the frames where it
+    may come nearest (`Outlines.least_gap`)."""
+    n = view.trace.num_bodies
+    ia = range(n) if A is None else A
+    ib = range(n) if B is None else B
+    best, at = math.inf, 0
+    geo, tr = view.geometry(), view.trace
+    for i in ia:
+        for j in ib:
+            if i == j or (A is None and B is None and j < i):  # any x any: each pair once
+                continue
+            g, k = geo.least_gap(i, j, frames, tr.contact_row(frames, i, j) >= 0)
+            if g < best or (g == best and k < at):
+                best, at = g, k
+    return best, at
+
+
 def closeness(gap: float, scale: float) -> float:
     """A surface gap mapped into (0, 1]: ``1 / (1 + ln(1 + gap / scale))`` (1 at 0, 0.59 at one scale)."""
     return inverse_log(gap / scale) if scale > 0 else float(gap == 0)
@@ -1127,9 +1147,7 @@ class Touching(Node):
 
     def _hits(self, view: TraceView, ca: np.ndarray, cb: np.ndarray) -> np.ndarray:
         """Which contact rows (body index columns ca, cb) are an a-b contact."""
-        A, B = self._pair(view)
-        inn = lambda col, s: np.ones(col.shape, dtype=bool) if s is None else np.isin(col, s)  # noqa: E731
-        return (inn(ca, A) & inn(cb, B)) | (inn(ca, B) & inn(cb, A))
+        return view.pair_table(*self._pair(view))[ca, cb]
 
     def _raw_at(self, view: TraceView, lo: int, hi: int) -> list[int]:
         """Stored frames in ``[lo, hi]`` with an a-b contact row (a few rows per frame: plain Python)."""
@@ -1262,8 +1280,7 @@ class Touching(Node):
     def gap(self, ctx, frames: np.ndarray) -> float:
         """The least outline gap of the pair over stored ``frames``."""
         A, B = self._pair(ctx.view)
-        g = outline_gaps(ctx.view, A, B, frames)
-        return float(g.min()) if g.size else math.inf
+        return least_outline_gap(ctx.view, A, B, frames)[0]
 
     def determined(self, ctx):
         f = ctx.frame(self.t)
@@ -1341,9 +1358,9 @@ class Distance(Node):
                 out = (math.inf, lo, math.inf, math.inf)
             else:
                 first = min(lo, ctx.last)  # a window past the last frame reads the last frame
-                g = self._gaps(ctx, np.arange(first, min(hi, ctx.last) + 1))
-                k = int(np.argmin(g))
-                d = float(g[k])
+                view = ctx.need_view(self.where, "DISTANCE")
+                d, k = least_outline_gap(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where),
+                                         np.arange(first, min(hi, ctx.last) + 1))
                 if not ctx.is_open(lo, hi) or self._after_known(ctx):
                     out = (d, first + k, d, d)
                 else:  # later frames can only bring the bodies nearer than the simulated ones did

@@ -85,13 +85,14 @@ class SceneView:
     """A scene's bodies (names, colours, shapes, roles) and the param matchers bound to
     it, shared by the evaluations of one trace or annotation (cached by the compiled program)."""
 
-    __slots__ = ("scene", "names", "_bound", "_bodies")
+    __slots__ = ("scene", "names", "_bound", "_bodies", "_pairs")
 
     def __init__(self, bodies):
         self.scene = SceneBodies(bodies)
         self.names = self.scene.names
         self._bound: dict[Any, ParamMatcher] = {}
         self._bodies: dict[str, tuple[int, ...]] = {}
+        self._pairs: dict[Any, np.ndarray] = {}
 
     def bodies(self, name: str, where: Where) -> tuple[int, ...]:
         """Indices of the bodies ``name`` names here: one for a name, the members of a
@@ -108,6 +109,18 @@ class SceneView:
                 hint=f"bodies are {', '.join(self.names)}",
             )
         self._bodies[name] = out
+        return out
+
+    def pair_table(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> np.ndarray:
+        """``[n, n]`` bool: bodies i, j are one of ``a`` and one of ``b``, in either order (None:
+        any body). Indexed with a trace's contact columns, it picks a pair's rows in one step."""
+        out = self._pairs.get((a, b))
+        if out is None:
+            n = len(self.names)
+            ina, inb = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+            ina[list(range(n)) if a is None else list(a)] = True
+            inb[list(range(n)) if b is None else list(b)] = True
+            out = self._pairs[(a, b)] = np.outer(ina, inb) | np.outer(inb, ina)
         return out
 
     def bind(self, matcher: ParamMatcher) -> ParamMatcher:
