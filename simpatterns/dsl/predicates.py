@@ -944,7 +944,6 @@ class NearbyAt(Node):
         a = view.bodies(self.body, self.where)
         if not a:
             return np.full(max(0, hi - lo), np.inf)
-        p = pos[lo:hi][:, list(a)]  # [F, A, D]
         if self.target is not None:
             b = view.bodies(self.target, self.where)
             if not b:
@@ -952,18 +951,33 @@ class NearbyAt(Node):
             if len(a) == 1 and len(b) == 1:  # one body each (the usual case): no pairwise broadcast
                 d = pos[lo:hi, a[0]] - pos[lo:hi, b[0]]
                 return np.einsum("fd,fd->f", d, d)
+            p = pos[lo:hi][:, list(a)]  # [F, A, D]
             q = pos[lo:hi][:, list(b)]
             d = p[:, :, None, :] - q[:, None, :, :]  # [F, A, B, D]
             out = (d[..., :2] ** 2).sum(-1)
             if pos.shape[2] > 2:
                 out = out + d[..., 2] ** 2
             return out.reshape(out.shape[0], -1).min(axis=1) if out.size else np.full(max(0, hi - lo), np.inf)
+        p = pos[lo:hi][:, list(a)]  # [F, A, D]
         dx = p[..., 0] - self.point[0]
         dy = p[..., 1] - self.point[1]
         out = dx * dx + dy * dy
         if len(self.point) > 2 and pos.shape[2] > 2:
             out = out + (p[..., 2] - self.point[2]) ** 2
         return out.min(axis=1)
+
+    def _stored(self, ctx, lo: int, hi: int) -> np.ndarray:
+        """`_squared` over stored frames ``lo:hi``: a slice of every stored frame's, computed
+        once per evaluation (the window, the time credit and the series read it), except for
+        a single frame asked first."""
+        view = ctx.need_view(self.where, "NEARBY_AT")
+        key = ("d2", id(self))
+        full = ctx.memo.get(key)
+        if full is None:
+            if hi - lo == 1:
+                return self._squared(view, lo, hi)
+            full = ctx.memo[key] = self._squared(view, 0, view.trace.num_frames)
+        return full[lo:hi]
 
     def distance(self, ctx) -> tuple[float, float, int]:
         """(distance, radius, frame) at t, or at the closest frame of the window; in the
@@ -972,12 +986,12 @@ class NearbyAt(Node):
         r = self.radius if self.radius is not None else view.radius
         if self.window is None:
             f = min(ctx.frame(self.t), ctx.last)
-            return math.sqrt(float(self._squared(view, f, f + 1)[0])), r, f
+            return math.sqrt(float(self._stored(ctx, f, f + 1)[0])), r, f
         lo, hi = ctx.window(self.window)
         if hi < lo:
             return math.inf, r, lo
         first = min(lo, ctx.last)  # a window past the last frame reads the last frame
-        d2 = self._squared(view, first, min(hi, ctx.last) + 1)
+        d2 = self._stored(ctx, first, min(hi, ctx.last) + 1)
         nan = np.isnan(d2)
         if nan.all():
             return math.inf, r, first
@@ -987,7 +1001,7 @@ class NearbyAt(Node):
     def series(self, ctx) -> np.ndarray:
         view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        return self._squared(view, 0, view.trace.num_frames) <= r * r
+        return self._stored(ctx, 0, view.trace.num_frames) <= r * r
 
     def after_known(self, ctx) -> bool:
         """Is the state known after the last simulated frame? (only when nothing moves)"""
@@ -1007,8 +1021,7 @@ class NearbyAt(Node):
 
     def _time_credit(self, ctx, r: float) -> float:
         """Credit for coming within the radius outside the window, by the frames from it."""
-        view = ctx.need_view(self.where, "NEARBY_AT")
-        near = np.flatnonzero(self._squared(view, 0, ctx.num_frames) <= r * r)
+        near = np.flatnonzero(self._stored(ctx, 0, ctx.num_frames) <= r * r)
         scale = TIME_SCALE * (ctx.horizon - 1)
         if not near.size or not scale > 0:
             return 0.0
@@ -1029,7 +1042,7 @@ class NearbyAt(Node):
             return True
         view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        return lo <= ctx.last and bool((self._squared(view, lo, ctx.last + 1) <= r * r).any())
+        return lo <= ctx.last and bool((self._stored(ctx, lo, ctx.last + 1) <= r * r).any())
 
     def detail(self, ctx):
         d, r, f = self.distance(ctx)

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simpatterns.dsl.errors import DSLEvaluationError, close_matches, error_at
-from simpatterns.dsl.matching import ParamMatcher, normalize_text
+from simpatterns.dsl.matching import MISSING, ParamMatcher, normalize_text
 from simpatterns.dsl.references import SceneBodies
 from simpatterns.trace import STOPPED_SETTLED, STOPPED_SUCCESS, Episode
 
@@ -85,9 +86,10 @@ class SceneView:
     """A scene's bodies (names, colours, shapes, roles) and the param matchers bound to
     it, shared by the evaluations of one trace or annotation (cached by the compiled program)."""
 
-    __slots__ = ("scene", "names", "_bound", "_bodies", "_pairs")
+    __slots__ = ("source", "scene", "names", "_bound", "_bodies", "_pairs")
 
     def __init__(self, bodies):
+        self.source = bodies  # the records it was built from
         self.scene = SceneBodies(bodies)
         self.names = self.scene.names
         self._bound: dict[Any, ParamMatcher] = {}
@@ -139,8 +141,12 @@ class TraceView(SceneView):
 
     __slots__ = ("trace", "radius", "episode", "_contacts", "_geometry")
 
-    def __init__(self, trace: "Trace"):
-        super().__init__(trace.bodies)
+    def __init__(self, trace: "Trace", scene: SceneView | None = None):
+        if scene is None:
+            super().__init__(trace.bodies)
+        else:  # the scene's lookups, shared with every trace of it (they depend on the bodies alone)
+            self.source, self.scene, self.names = trace.bodies, scene.scene, scene.names
+            self._bound, self._bodies, self._pairs = scene._bound, scene._bodies, scene._pairs
         self.trace = trace
         self.episode = trace.episode
         world = trace.meta.get("world_size") if isinstance(trace.meta, dict) else None
@@ -184,6 +190,48 @@ class TraceView(SceneView):
 
 
 
+class EventIndex:
+    """One annotation's events as each matcher selects them, kept across evaluations (cached
+    by the compiled program): a matcher reads only a few params, so the events are grouped
+    by their values of those params and the matcher runs once per group, not per event."""
+
+    __slots__ = ("annotation", "_values", "_matched")
+
+    def __init__(self, annotation: "Annotation"):
+        self.annotation = annotation
+        self._values: dict[tuple, tuple[Any, list | None, set, int]] = {}
+        self._matched: dict[tuple, tuple[Any, int, Any, list[int]]] = {}
+
+    def matched(self, label: str, m: ParamMatcher) -> tuple["EventList", list[int]]:
+        """(the events of ``label`` whose params ``m`` accepts, their start frames), in frame order."""
+        key = (label, m.key)
+        evs = self.annotation.events_of(label)
+        out = self._matched.get(key)
+        if out is None or out[0] is not evs or out[1] != len(evs):  # built for these events
+            sel = evs if m.empty else self._select(label, evs, m)
+            out = self._matched[key] = (evs, len(evs), sel, [f for f, _ in sel])
+        return out[2], out[3]
+
+    def _select(self, label: str, evs: "EventList", m: ParamMatcher) -> "EventList":
+        keys = m.reads
+        grouped = self._values.get((label, keys))
+        if grouped is None or grouped[0] is not evs or grouped[3] != len(evs):
+            vals: list | None = [tuple(map(p.get, keys, repeat(MISSING))) for _, p in evs]
+            try:
+                distinct = set(vals)  # type: ignore[arg-type]
+            except TypeError:  # an unhashable value (a list): match event by event
+                vals = None
+            # only names group safely: 1, 1.0 and True are one key but may match differently
+            if vals is not None and not all(type(x) is str or x is MISSING for v in distinct for x in v):
+                vals = None
+            grouped = self._values[(label, keys)] = (evs, vals, distinct if vals is not None else set(), len(evs))
+        _, vals, distinct, _ = grouped
+        if vals is None:
+            return [e for e in evs if m(e[1])]
+        ok = {v: m({k: x for k, x in zip(keys, v) if x is not MISSING}) for v in distinct}
+        return [e for e, v in zip(evs, vals) if ok[v]]
+
+
 def window_frames(w: tuple[float, float] | None, horizon: int) -> tuple[int, int]:
     """Inclusive frame range ``(lo, hi)`` of a fraction window on an episode of
     ``horizon`` frames (empty if lo > hi)."""
@@ -200,11 +248,12 @@ class EvalContext:
     event spans per (pattern, params), windows, and the trace view."""
 
     __slots__ = ("annotation", "trace", "view", "scene", "num_frames", "horizon", "last", "episode", "labels",
-                 "memo")
+                 "memo", "index")
 
     def __init__(self, annotation: "Annotation | None", view: TraceView | None, labels: dict[str, str],
-                 scene: SceneView | None = None):
+                 scene: SceneView | None = None, index: EventIndex | None = None):
         self.annotation = annotation
+        self.index = index if index is not None or annotation is None else EventIndex(annotation)
         self.view = view
         self.scene = view if view is not None else scene  # the bodies: the trace's, else the annotation's
         self.trace = view.trace if view is not None else None
@@ -288,11 +337,15 @@ class EvalContext:
         key = (label, matcher.key)
         out = self.memo.get(key)
         if out is None:
-            m = self.bind(matcher, where)
-            evs = self.events(label, where)
-            out = [f for f, _ in evs] if m.empty else [f for f, p in evs if m(p)]
-            self.memo[key] = out
+            out = self.memo[key] = self.matched(label, matcher, where)[1]
         return out
+
+    def matched(self, label: str, matcher: ParamMatcher, where: Where) -> tuple["EventList", list[int]]:
+        """(the ``label`` events whose params satisfy ``matcher``, their start frames), from
+        the annotation's `EventIndex`."""
+        m = self.bind(matcher, where)
+        self.events(label, where)  # raises without an annotation
+        return self.index.matched(self.labels.get(label, label), m)  # type: ignore[union-attr]
 
     def spans(self, label: str, matcher: ParamMatcher, where: Where) -> list[Span]:
         """``(start, end, stored end)`` of the matching events of an interval pattern
@@ -302,15 +355,13 @@ class EvalContext:
         key = ("spans", label, matcher.key)
         out = self.memo.get(key)
         if out is None:
-            m = self.bind(matcher, where)
             out = []
             extend = self.horizon - 1 if not self.complete else None
-            for f, p in self.events(label, where):
-                if m.empty or m(p):
-                    n = p.get("frames", 1)
-                    length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
-                    end = f + length - 1
-                    out.append((f, extend if extend is not None and end >= self.last else end, end))
+            for f, p in self.matched(label, matcher, where)[0]:
+                n = p.get("frames", 1)
+                length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
+                end = f + length - 1
+                out.append((f, extend if extend is not None and end >= self.last else end, end))
             self.memo[key] = out
         return out
 
@@ -325,14 +376,10 @@ class EvalContext:
         pair = self.goal_pair()
         if pair is None or self.scene is None:
             return True
-        m = self.bind(matcher, where)
-        names = self.scene.names
-        goal = {names[pair[0]], names[pair[1]]}
-        for i, a in enumerate(names):  # only the success pair is known not to start or stop touching
-            for b in names[i + 1:]:
-                if {a, b} != goal and (m({"object_a": a, "object_b": b}) or m({"object_a": b, "object_b": a})):
-                    return True
-        return False
+        hits = self.bind(matcher, where).pairs(self.scene.names)
+        hits = np.triu(hits | hits.T, 1)  # each pair of bodies once, either order
+        hits[min(pair), max(pair)] = False  # only the success pair is known not to start or stop touching
+        return bool(hits.any())
 
     def need_view(self, where: Where, what: str) -> TraceView:
         if self.view is None:
