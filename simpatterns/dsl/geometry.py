@@ -85,49 +85,55 @@ class Outlines:
             out = self._bounding[i] = self.trace.bodies[i].bounding_radius
         return out
 
-    def least_gap(self, i: int, j: int, frames: np.ndarray, touching: np.ndarray) -> tuple[float, int]:
-        """(the least of `gap` over ``frames``, reading 0 where ``touching``, and the first
-        position in ``frames`` that has it), the same numbers as the minimum of `gap` over
-        all frames. Only frames whose centre distance less both bounding radii (a lower
-        bound of the gap) does not exceed the gap at the frame where that bound is least
-        are measured exactly, and of a run of frames that repeat each other, the first: usually
-        a handful, not the whole window."""
-        if not len(frames):
-            return np.inf, 0
-        if not self.planar or len(frames) == 1:  # in 3-D the gap is the bound itself
+    def least_gap(self, i: int, j: int, lo: int, hi: int, touching: np.ndarray) -> tuple[float, int]:
+        """(the least of `gap` over frames ``lo..hi``, reading 0 where ``touching`` (one per
+        frame), and the first frame that has it): the minimum of `gap` over those frames,
+        measuring few of them. The centre distance less both bounding radii is a lower bound
+        of the gap; only frames where it does not exceed the gap found so far are measured
+        (first those where it is least: for two round bodies it is the gap itself), and of
+        frames that repeat the one before (`gap` reads only the centres' offset and the two
+        angles: bodies at rest, or moving together), the first."""
+        if hi < lo:
+            return np.inf, lo
+        frames = np.arange(lo, hi + 1)
+        if not self.planar or hi == lo:  # in 3-D the gap is the bound itself
             g = self.gap(i, j, frames)
             g[touching] = 0.0
             k = int(np.argmin(g))
-            return float(g[k]), k
-        pos = self.trace.position
-        d = pos[frames, i] - pos[frames, j]
-        low = np.sqrt(np.einsum("fd,fd->f", d, d)) - self.bounding(i) - self.bounding(j)
-        ai, aj = self.trace.angle[frames, i], self.trace.angle[frames, j]
-        # NaN frames are always measured; slack: the bound and the gap round differently (by about
-        # 1e-15 of the lengths)
-        odd = touching | np.isnan(low) | np.isnan(ai) | np.isnan(aj)
-        size = 1.0 + self.bounding(i) + self.bounding(j)
-        # `gap` reads only the offset between the centres and the two angles: a frame that repeats
-        # them (bodies at rest, or moving together) has the gap of the one before it
-        state = np.column_stack([d[:, :2], ai, aj, touching])
-        first = np.ones(len(frames), dtype=bool)
-        first[1:] = (state[1:] != state[:-1]).any(axis=1)
-        # first the frames where the bound is least (for two round bodies the bound is the gap),
-        # then any other frame whose bound does not exceed the least gap found
-        least = np.nanmin(low) if not np.isnan(low).all() else 0.0
-        done = first & (odd | ~(low > least + 1e-9 * (size + least)))
-        idx = np.flatnonzero(done)
-        g = self.gap(i, j, frames[idx])
-        g[touching[idx]] = 0.0
-        m = float(np.min(g))
-        more = np.flatnonzero(first & ~done & ~(low > m + 1e-9 * (size + m)))
+            return float(g[k]), lo + k
+        pos, angle = self.trace.position, self.trace.angle
+        d = pos[lo : hi + 1, i, :2] - pos[lo : hi + 1, j, :2]
+        ai, aj = angle[lo : hi + 1, i], angle[lo : hi + 1, j]
+        reach = self.bounding(i) + self.bounding(j)
+        low = np.sqrt(np.einsum("fd,fd->f", d, d)) - reach
+        least = float(low.min())
+        if not (np.isfinite(least) and np.isfinite(ai @ aj)):  # a NaN frame: measure them all
+            g = self.gap(i, j, frames)
+            g[touching] = 0.0
+            k = int(np.argmin(g))
+            return float(g[k]), lo + k
+        # slack: the bound and the gap round differently, by about 1e-15 of the lengths
+        near = touching | (low <= least + 1e-9 * (1.0 + reach + abs(least)))
+
+        def measure(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            if idx.size > 8:  # the first of each run of repeated frames
+                state = np.column_stack([d[idx], ai[idx], aj[idx], touching[idx]])
+                first = np.ones(idx.size, dtype=bool)
+                first[1:] = (state[1:] != state[:-1]).any(axis=1)
+                idx = idx[first]
+            g = self.gap(i, j, frames[idx])
+            g[touching[idx]] = 0.0
+            return idx, g
+
+        idx, g = measure(np.flatnonzero(near))
+        m = float(g.min())
+        more = np.flatnonzero(~near & (low <= m + 1e-9 * (1.0 + reach + abs(m))))
         if more.size:
-            idx = np.concatenate([idx, more])
-            g = np.concatenate([g, self.gap(i, j, frames[more])])
-            order = np.argsort(idx, kind="stable")
-            idx, g = idx[order], g[order]
+            idx2, g2 = measure(more)
+            order = np.argsort(np.concatenate([idx, idx2]), kind="stable")
+            idx, g = np.concatenate([idx, idx2])[order], np.concatenate([g, g2])[order]
         k = int(np.argmin(g))
-        return float(g[k]), int(idx[k])
+        return float(g[k]), lo + int(idx[k])
 
     def gap(self, i: int, j: int, frames: np.ndarray) -> np.ndarray:
         """[F]: the distance between the surfaces of bodies i and j at ``frames`` (>= 0).

@@ -1058,14 +1058,22 @@ def bridge_gaps(touching: np.ndarray, k: int, tail: int = 0) -> np.ndarray:
     True follows it or the episode ends first: contacts apart for at most k frames are one touch.
     ``tail``: frames of the episode after the array, holding its last value (the frozen completion)."""
     T = len(touching)
-    if not T or touching.all() or not touching.any():
+    change = np.flatnonzero(touching[1:] != touching[:-1]) + 1  # frames whose value differs from the last
+    if not change.size:  # all True or all False
         return touching
-    end = T + (tail if not touching[-1] else 0)  # a held False stretches the last gap to the horizon
-    idx = np.arange(T)
-    prev = np.maximum.accumulate(np.where(touching, idx, -1))
-    nxt = np.minimum.accumulate(np.where(touching, idx, end)[::-1])[::-1]
-    gap = np.where(nxt < end, nxt - prev - 1, end - 1 - prev)
-    return touching | ((prev >= 0) & (gap <= k))
+    rising = touching[change]
+    stops, starts = change[~rising], change[rising]  # where runs of False after a True begin, and end
+    if touching[-1]:  # every False run ends in a True
+        ends = starts[np.searchsorted(starts, stops)]
+    else:  # the last runs on past the array's end to the horizon
+        ends = np.append(starts[np.searchsorted(starts, stops[:-1])], T + tail)
+    short = ends - stops <= k
+    if not short.any():
+        return touching
+    out = touching.copy()
+    for a, b in zip(stops[short].tolist(), ends[short].tolist()):
+        out[a:b] = True
+    return out
 
 
 def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
@@ -1088,22 +1096,25 @@ def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] 
 
 
 def least_outline_gap(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
-                      frames: np.ndarray) -> tuple[float, int]:
-    """(the least of `outline_gaps` over stored ``frames``, the first position in ``frames``
-    that has it); (inf, 0) when no pair exists. Each pair measures only the frames where it
-    may come nearest (`Outlines.least_gap`)."""
+                      lo: int, hi: int, contacts: bool = True) -> tuple[float, int]:
+    """(the least of `outline_gaps` over stored frames ``lo..hi``, the first frame that has it);
+    (inf, lo) when no pair exists. Each pair measures only the frames where it may come
+    nearest (`Outlines.least_gap`). ``contacts=False``: the caller knows no pair has a
+    contact in those frames."""
     n = view.trace.num_bodies
     ia = range(n) if A is None else A
     ib = range(n) if B is None else B
-    best, at = math.inf, 0
+    best, at = math.inf, lo
     geo, tr = view.geometry(), view.trace
+    frames = np.arange(lo, hi + 1)
+    apart = None if contacts else np.zeros(len(frames), dtype=bool)
     for i in ia:
         for j in ib:
             if i == j or (A is None and B is None and j < i):  # any x any: each pair once
                 continue
-            g, k = geo.least_gap(i, j, frames, tr.contact_row(frames, i, j) >= 0)
-            if g < best or (g == best and k < at):
-                best, at = g, k
+            g, f = geo.least_gap(i, j, lo, hi, tr.contact_row(frames, i, j) >= 0 if apart is None else apart)
+            if g < best or (g == best and f < at):
+                best, at = g, f
     return best, at
 
 
@@ -1279,21 +1290,22 @@ class Touching(Node):
                 return True, 1.0
             if k:
                 return False, failed(0.5 + 0.5 * k / n)
-            frames = np.arange(min(f, ctx.last) + 1)
+            first = 0
         else:
             if self._touching_at(ctx, f):
                 return True, 1.0
             if ctx.view is None:
                 return False, 0.5 if self.series(ctx).any() else 0.0
-            frames = np.array([min(f, ctx.last)])
+            first = min(f, ctx.last)
         if ctx.view is None:
             return False, 0.0
-        return False, failed(0.5 * closeness(self.gap(ctx, frames), ctx.view.radius))
+        return False, failed(0.5 * closeness(self.gap(ctx, first, min(f, ctx.last)), ctx.view.radius))
 
-    def gap(self, ctx, frames: np.ndarray) -> float:
-        """The least outline gap of the pair over stored ``frames``."""
+    def gap(self, ctx, lo: int, hi: int) -> float:
+        """The least outline gap of the pair over stored frames ``lo..hi``, where it has no
+        recorded contact (the callers' case: not touching at ``hi``, or never by it)."""
         A, B = self._pair(ctx.view)
-        return least_outline_gap(ctx.view, A, B, frames)[0]
+        return least_outline_gap(ctx.view, A, B, lo, hi, contacts=False)[0]
 
     def determined(self, ctx):
         f = ctx.frame(self.t)
@@ -1310,12 +1322,13 @@ class Touching(Node):
         if self.hold is not None:
             k = self.held(ctx)
             state = f"longest unbroken touch {k} of the {self.needed(ctx)} frames asked, by frame {f}"
-            frames = np.arange(min(f, ctx.last) + 1) if not k else None
+            first = 0 if not k else None
         else:
             state = ("touching" if ok else "not touching") + f" at frame {f} (t={self.t:g})"
-            frames = np.array([min(f, ctx.last)])
-        if not ok and frames is not None and ctx.view is not None:
-            state += f"; outlines {self.gap(ctx, frames):.3g} px apart" + (" at their closest" if self.hold else "")
+            first = min(f, ctx.last)
+        if not ok and first is not None and ctx.view is not None:
+            state += (f"; outlines {self.gap(ctx, first, min(f, ctx.last)):.3g} px apart"
+                      + (" at their closest" if self.hold else ""))
         return (f"{state}; touching at {int(np.count_nonzero(s))} frames in all (from {src}){empty}"
                 + _unsimulated_text(ctx, f))
 
@@ -1372,12 +1385,12 @@ class Distance(Node):
             else:
                 first = min(lo, ctx.last)  # a window past the last frame reads the last frame
                 view = ctx.need_view(self.where, "DISTANCE")
-                d, k = least_outline_gap(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where),
-                                         np.arange(first, min(hi, ctx.last) + 1))
+                d, f = least_outline_gap(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where),
+                                         first, min(hi, ctx.last))
                 if not ctx.is_open(lo, hi) or self._after_known(ctx):
-                    out = (d, first + k, d, d)
+                    out = (d, f, d, d)
                 else:  # later frames can only bring the bodies nearer than the simulated ones did
-                    out = (d, first + k, 0.0, d if lo <= ctx.last else math.inf)
+                    out = (d, f, 0.0, d if lo <= ctx.last else math.inf)
         ctx.memo[key] = out
         return out
 

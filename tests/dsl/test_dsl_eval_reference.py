@@ -96,3 +96,16 @@ def test_the_evaluator_gives_the_reference_results(reference, rollouts):
     # are undetermined, and failures carry many different partial scores
     assert len(live) == len(GOALS) + len({t for _, _, ts in rollouts for t in ts if t.startswith("# the template")})
     assert compared > 1000 and stopped >= 10 and undetermined >= 5 and len(failing_scores) >= 50
+
+
+def test_touch_bridging_is_the_reference(reference):
+    """`bridge_gaps` (reworked on run boundaries) on random series: every flicker length, tail and gap."""
+    from simpatterns.dsl.predicates import bridge_gaps
+
+    old = importlib.import_module("reference_evaluator.predicates").bridge_gaps
+    rng = np.random.default_rng(5)
+    for T in range(30):
+        for p in (0.1, 0.5, 0.9) * 5:
+            x = rng.random(T) < p
+            for k, tail in ((0, 0), (2, 0), (2, 1), (2, 5), (3, 2)):
+                assert np.array_equal(bridge_gaps(x, k, tail), old(x, k, tail)), (x, k, tail)
