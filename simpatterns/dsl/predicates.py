@@ -869,13 +869,6 @@ class Always(Never):
 
 
 # ---------------------------------------------------------------- state (trace)
-def _members(view: SceneView, name: str | None, where: Where) -> tuple[int, ...] | None:
-    """Body indices a name or class phrase stands for; None for a wildcard (any body)."""
-    if name is None or is_wildcard(name):
-        return None
-    return view.bodies(name, where)
-
-
 def _covers_goal(ctx: EvalContext, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> bool:
     """Do bodies a x b include the success pair (which keeps touching after a stop at success)?"""
     pair = ctx.goal_pair()
@@ -1167,11 +1160,8 @@ class Touching(Node):
 
     def _pair(self, view: SceneView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
         """Body indices of a and b (None for a wildcard)."""
-        return _members(view, self.a, self.where), _members(view, self.b, self.where)
-
-    def _hits(self, view: TraceView, ca: np.ndarray, cb: np.ndarray) -> np.ndarray:
-        """Which contact rows (body index columns ca, cb) are an a-b contact."""
-        return view.pair_table(*self._pair(view))[ca, cb]
+        return (None if self.wild_a else view.bodies(self.a, self.where),
+                None if self.wild_b else view.bodies(self.b, self.where))
 
     def _raw_at(self, view: TraceView, lo: int, hi: int) -> list[int]:
         """Stored frames in ``[lo, hi]`` with an a-b contact row (a few rows per frame: plain Python)."""
@@ -1219,9 +1209,8 @@ class Touching(Node):
         s = ctx.memo.get(key)
         if s is None:
             if ctx.view is not None:
-                cf, ca, cb = ctx.view.contacts()
                 s = np.zeros(ctx.view.trace.num_frames, dtype=bool)
-                s[cf[self._hits(ctx.view, ca, cb)]] = True
+                s[ctx.view.contacts()[0][ctx.view.pair_rows(*self._pair(ctx.view))]] = True
             else:
                 s = self._series_from_events(ctx)
             ctx.memo[key] = s

@@ -139,7 +139,7 @@ class TraceView(SceneView):
     compiled program): the scene's bodies (names, colour classes, roles), the
     default NEARBY_AT radius, contact columns and bound param matchers."""
 
-    __slots__ = ("trace", "radius", "episode", "_contacts", "_geometry")
+    __slots__ = ("trace", "radius", "episode", "_contacts", "_codes", "_geometry")
 
     def __init__(self, trace: "Trace", scene: SceneView | None = None):
         if scene is None:
@@ -160,6 +160,7 @@ class TraceView(SceneView):
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
         self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._codes: np.ndarray | None = None
         self._geometry: Any = None
 
     def contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,6 +175,15 @@ class TraceView(SceneView):
                 order = np.argsort(cf, kind="stable")
                 self._contacts = (cf[order], tr.contact_a[order], tr.contact_b[order])
         return self._contacts
+
+    def pair_rows(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> np.ndarray:
+        """Which rows of `contacts` are a contact of one of ``a`` with one of ``b`` (`pair_table`),
+        read through each row's pair code ``a * n + b``, computed once per trace (indexing a
+        table with the trace's narrow integer columns directly costs ten times more)."""
+        if self._codes is None:
+            _, ca, cb = self.contacts()
+            self._codes = ca.astype(np.intp) * len(self.names) + cb
+        return self.pair_table(a, b).ravel()[self._codes]
 
     def rows_at(self, frame: int) -> tuple[int, int]:
         """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
