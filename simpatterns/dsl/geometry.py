@@ -23,7 +23,7 @@ class _Outline:
     """One body's parts in its own frame: circle centres and radii, polygon
     corners and the polygon edges (start, direction, 1 / squared length), as x and y columns."""
 
-    __slots__ = ("cx", "cy", "radii", "kx", "ky", "ex", "ey", "dx", "dy", "inv")
+    __slots__ = ("cx", "cy", "radii", "kx", "ky", "ex", "ey", "dx", "dy", "inv", "round")
 
     def __init__(self, parts):
         centres, radii, corners, succ = [], [], [], []
@@ -45,6 +45,8 @@ class _Outline:
         self.kx, self.ky = k[:, 0], k[:, 1]
         self.ex, self.ey, self.dx, self.dy = k[:, 0], k[:, 1], d[:, 0], d[:, 1]
         self.inv = 1.0 / np.maximum(d[:, 0] ** 2 + d[:, 1] ** 2, 1e-12)
+        # one circle on the body's origin (a ball): its outline does not turn with the body
+        self.round = len(radii) == 1 and not len(k) and self.cx[0] == 0 and self.cy[0] == 0
 
 
 def _in_frame(px: np.ndarray, py: np.ndarray, off: np.ndarray, cos: np.ndarray, sin: np.ndarray):
@@ -96,7 +98,8 @@ class Outlines:
         if hi < lo:
             return np.inf, lo
         frames = np.arange(lo, hi + 1)
-        if not self.planar or hi == lo:  # in 3-D the gap is the bound itself
+        if not self.planar or hi == lo or (self.outline(i).round and self.outline(j).round):
+            # in 3-D the gap is the bound itself; for two balls, measuring every frame is cheapest
             g = self.gap(i, j, frames)
             g[touching] = 0.0
             k = int(np.argmin(g))
@@ -146,6 +149,14 @@ class Outlines:
         pi, pj = pos[frames, i, :2], pos[frames, j, :2]
         ai, aj = self.trace.angle[frames, i], self.trace.angle[frames, j]
         oi, oj = self.outline(i), self.outline(j)
+        if oi.round and oj.round and np.isfinite(ai.sum()):
+            # two balls: the general path below reduces to these operations, in this order
+            # (its turned offsets of a centre at the origin are the centre offset itself)
+            cb, sb = np.cos(aj), np.sin(aj)
+            rel = pi - pj
+            offx = cb * rel[:, 0] + sb * rel[:, 1]
+            offy = -sb * rel[:, 0] + cb * rel[:, 1]
+            return np.maximum(np.sqrt(offx * offx + offy * offy) - oi.radii[0] - oj.radii[0], 0.0)
         for (p, q), (a, b), (o, other) in ((((pi, pj)), (ai, aj), (oi, oj)), ((pj, pi), (aj, ai), (oj, oi))):
             if not other.inv.size and not (o is oi and o.radii.size and other.radii.size):
                 continue  # nothing of o to measure against other's edges (circle pairs: measured once)
