@@ -92,18 +92,16 @@ class Outlines:
         frame), and the first frame that has it): the minimum of `gap` over those frames,
         measuring few of them. The centre distance less both bounding radii is a lower bound
         of the gap; only frames where it does not exceed the gap found so far are measured
-        (first those where it is least: for two round bodies it is the gap itself), and of
-        frames that repeat the one before (`gap` reads only the centres' offset and the two
-        angles: bodies at rest, or moving together), the first."""
+        (first those where it is least), and of frames that repeat the one before (`gap`
+        reads only the centres' offset and the two angles: bodies at rest, or moving
+        together), the first."""
         if hi < lo:
             return np.inf, lo
         frames = np.arange(lo, hi + 1)
         if not self.planar or hi == lo or (self.outline(i).round and self.outline(j).round):
-            # in 3-D the gap is the bound itself; for two balls, measuring every frame is cheapest
-            g = self.gap(i, j, frames)
-            g[touching] = 0.0
-            k = int(np.argmin(g))
-            return float(g[k]), lo + k
+            # in 3-D the gap is the bound itself; two balls cost a few operations per frame, less
+            # than choosing frames (their bound ties with the gap to the last digits)
+            return self._least(i, j, frames, touching)
         pos, angle = self.trace.position, self.trace.angle
         d = pos[lo : hi + 1, i, :2] - pos[lo : hi + 1, j, :2]
         ai, aj = angle[lo : hi + 1, i], angle[lo : hi + 1, j]
@@ -111,12 +109,7 @@ class Outlines:
         low = np.sqrt(np.einsum("fd,fd->f", d, d)) - reach
         least = float(low.min())
         if not (np.isfinite(least) and np.isfinite(ai @ aj)):  # a NaN frame: measure them all
-            g = self.gap(i, j, frames)
-            g[touching] = 0.0
-            k = int(np.argmin(g))
-            return float(g[k]), lo + k
-        # slack: the bound and the gap round differently, by about 1e-15 of the lengths
-        near = touching | (low <= least + 1e-9 * (1.0 + reach + abs(least)))
+            return self._least(i, j, frames, touching)
 
         def measure(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             if idx.size > 8:  # the first of each run of repeated frames
@@ -128,6 +121,8 @@ class Outlines:
             g[touching[idx]] = 0.0
             return idx, g
 
+        # slack: the bound and the gap round differently, by about 1e-15 of the lengths
+        near = touching | (low <= least + 1e-9 * (1.0 + reach + abs(least)))
         idx, g = measure(np.flatnonzero(near))
         m = float(g.min())
         more = np.flatnonzero(~near & (low <= m + 1e-9 * (1.0 + reach + abs(m))))
@@ -137,6 +132,13 @@ class Outlines:
             idx, g = np.concatenate([idx, idx2])[order], np.concatenate([g, g2])[order]
         k = int(np.argmin(g))
         return float(g[k]), lo + int(idx[k])
+
+    def _least(self, i: int, j: int, frames: np.ndarray, touching: np.ndarray) -> tuple[float, int]:
+        """`least_gap` measuring every frame."""
+        g = self.gap(i, j, frames)
+        g[touching] = 0.0
+        k = int(np.argmin(g))
+        return float(g[k]), int(frames[k])
 
     def gap(self, i: int, j: int, frames: np.ndarray) -> np.ndarray:
         """[F]: the distance between the surfaces of bodies i and j at ``frames`` (>= 0).

@@ -94,7 +94,7 @@ class SceneView:
         self.names = self.scene.names
         self._bound: dict[Any, ParamMatcher] = {}
         self._bodies: dict[str, tuple[int, ...]] = {}
-        self._pairs: dict[Any, np.ndarray] = {}
+        self._pairs: dict[Any, Any] = {}  # pair tables and `other_pair` answers
 
     def bodies(self, name: str, where: Where) -> tuple[int, ...]:
         """Indices of the bodies ``name`` names here: one for a name, the members of a
@@ -123,6 +123,18 @@ class SceneView:
             ina[list(range(n)) if a is None else list(a)] = True
             inb[list(range(n)) if b is None else list(b)] = True
             out = self._pairs[(a, b)] = np.outer(ina, inb) | np.outer(inb, ina)
+        return out
+
+    def other_pair(self, matcher: ParamMatcher, pair: tuple[int, int]) -> bool:
+        """Does ``matcher`` accept ``object_a``/``object_b`` (either order) naming two bodies
+        other than ``pair``? (`ParamMatcher.pairs`, memoised per matcher and pair.)"""
+        key = ("other", matcher.key, pair)
+        out = self._pairs.get(key)
+        if out is None:
+            hits = matcher.pairs(self.names)
+            hits = np.triu(hits | hits.T, 1)  # each pair of bodies once, either order
+            hits[min(pair), max(pair)] = False
+            out = self._pairs[key] = bool(hits.any())
         return out
 
     def bind(self, matcher: ParamMatcher) -> ParamMatcher:
@@ -386,10 +398,8 @@ class EvalContext:
         pair = self.goal_pair()
         if pair is None or self.scene is None:
             return True
-        hits = self.bind(matcher, where).pairs(self.scene.names)
-        hits = np.triu(hits | hits.T, 1)  # each pair of bodies once, either order
-        hits[min(pair), max(pair)] = False  # only the success pair is known not to start or stop touching
-        return bool(hits.any())
+        # only the success pair is known not to start or stop touching
+        return self.scene.other_pair(self.bind(matcher, where), pair)
 
     def need_view(self, where: Where, what: str) -> TraceView:
         if self.view is None:
