@@ -1165,7 +1165,7 @@ class Touching(Node):
 
     def _raw_at(self, view: TraceView, lo: int, hi: int) -> list[int]:
         """Stored frames in ``[lo, hi]`` with an a-b contact row (a few rows per frame: plain Python)."""
-        r0, r1 = view.rows_at(lo)[0], view.rows_at(hi)[1]
+        r0, r1 = view.rows_between(lo, hi)
         if r0 == r1:
             return []
         cf, ca, cb = view.contacts()

@@ -197,10 +197,10 @@ class TraceView(SceneView):
             self._codes = ca.astype(np.intp) * len(self.names) + cb
         return self.pair_table(a, b).ravel()[self._codes]
 
-    def rows_at(self, frame: int) -> tuple[int, int]:
-        """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
-        cf = self.contacts()[0]
-        return int(cf.searchsorted(frame, "left")), int(cf.searchsorted(frame, "right"))
+    def rows_between(self, lo: int, hi: int) -> tuple[int, int]:
+        """Rows ``[r0, r1)`` of `contacts` at frames ``lo..hi`` (one binary search for both ends)."""
+        r0, r1 = self.contacts()[0].searchsorted((lo, hi + 1)).tolist()
+        return r0, r1
 
     def geometry(self):
         """The bodies' outlines, for surface distances (`simpatterns.dsl.geometry`), built once."""
