@@ -1157,6 +1157,7 @@ class Touching(Node):
         self.t = 1.0 if t is None else t
         self.hold = hold
         self.where = where
+        self.collisions = ParamMatcher({"object_a": a, "object_b": b})  # its collision events, without a trace
 
     def _pair(self, view: SceneView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
         """Body indices of a and b (None for a wildcard)."""
@@ -1231,11 +1232,10 @@ class Touching(Node):
         if ctx.annotation is None:
             raise self.where.error("needs-trace", "TOUCHING needs the trace, or an annotation with "
                                    '"collision start" events')
-        m = ctx.bind(ParamMatcher({"object_a": self.a, "object_b": self.b}), self.where)
         T = ctx.num_frames
         s = np.zeros(T, dtype=bool)
-        starts = [(f, p) for f, p in ctx.events(COLLISION_START, self.where) if m(p)]
-        ends = [(f, p) for f, p in ctx.events(COLLISION_END, self.where) if m(p)]
+        starts = ctx.matched(COLLISION_START, self.collisions, self.where)[0]
+        ends = ctx.matched(COLLISION_END, self.collisions, self.where)[0]
         by_pair: dict[tuple, list[int]] = {}
         for f, p in ends:
             by_pair.setdefault(_pair(p), []).append(f)
