@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(target <= {EVAL_TARGET_US:.0f}: median {'PASS' if np.median(warms_k) <= EVAL_TARGET_US else 'FAIL'}, "
           f"max {'PASS' if warms_k.max() <= EVAL_TARGET_US else 'FAIL'})")
     print(f"  first evaluation of a rollout: raw median {np.median(colds):.1f}, max {colds.max():.1f}")
-    print(f"  HEADLINE evaluation, old evaluator / new, same run: median of the programs' medians "
+    print(f"  HEADLINE evaluation, old evaluator / new, same run: median over the programs "
           f"{np.median(old_warms):.1f} us -> {np.median(warms):.1f} us ({np.median(old_warms) / np.median(warms):.2f}x;"
           f" per program {np.min(old_warms / warms):.2f}x-{np.max(old_warms / warms):.2f}x)")
     print(f"  HEADLINE first evaluation of a rollout, old / new: {np.median(old_colds):.1f} us -> "

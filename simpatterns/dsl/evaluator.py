@@ -217,7 +217,7 @@ class CompiledProgram:
         """The scene's view, shared by every rollout with bodies of these names, colours, shapes
         and roles: its class phrases are resolved and its matchers bound once, not per rollout."""
         try:
-            key: Any = tuple(map(_BODY_WORDS, bodies))
+            key: Any = ("words", tuple(map(_BODY_WORDS, bodies)))
         except AttributeError:  # not `Body` records: shared while the same list is passed
             key = ("list", id(bodies))
         hit = self._scenes.get(key)
