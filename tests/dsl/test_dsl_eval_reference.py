@@ -3,7 +3,7 @@ tests/data/reference_evaluator/): success, score, determined and every clause's 
 score and determined flag, with and without the trace, and the same explanations. Programs: every
 shipped goal (examples/goals) that fits the scene and the template's own task program. Rollouts:
 every template's solution stopped at success (frames left unsimulated) and run to the horizon, and a
-random valid action; the three-bucket scene for the bucket goals."""
+random valid action stopped once everything is at rest; the three-bucket scene for the bucket goals."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from simpatterns.dsl import RewardProgram, builtin_library, compile_program
 from simpatterns.dsl.errors import DSLEvaluationError
 from simpatterns.envs.scenes import task_program_text, three_buckets
 from simpatterns.simulators.phyre import TEMPLATES, check_action, load_scene, simulate
+from simpatterns.trace import STOPPED_SETTLED
 
 ROOT = Path(__file__).resolve().parents[2]
 GOALS = sorted(p for p in (ROOT / "examples" / "goals").glob("*.rwd") if p.name != "paper_verbatim.rwd")
@@ -50,7 +51,7 @@ def rollouts():
     for tid in sorted(TEMPLATES):
         scene = load_scene(tid, 0)
         traces += [(scene, rollout(tid, 0, "solution", full=False)), (scene, rollout(tid, 0, "solution")),
-                   (scene, simulate(scene, _random_valid(scene, rng)).trace)]
+                   (scene, simulate(scene, _random_valid(scene, rng), stop_when_settled=True).trace)]
     buckets = three_buckets()
     traces += [(buckets, simulate(buckets, _random_valid(buckets, rng)).trace) for _ in range(3)]
     goals = [RewardProgram.from_text(p.read_text(), lib) for p in GOALS]
@@ -77,9 +78,10 @@ def _outcome(program, annotation, trace, explain=False):
 def test_the_evaluator_gives_the_reference_results(reference, rollouts):
     lib = builtin_library()
     live, ref = {}, {}
-    compared, stopped, undetermined, failing_scores = 0, 0, 0, set()
+    compared, stopped, settled, undetermined, failing_scores = 0, 0, 0, 0, set()
     for trace, ann, texts in rollouts:
         stopped += trace.num_frames < trace.episode.horizon
+        settled += trace.episode.stopped == STOPPED_SETTLED
         for k, text in enumerate(texts):
             if text not in live:
                 live[text] = compile_program(text, library=lib)
@@ -92,10 +94,10 @@ def test_the_evaluator_gives_the_reference_results(reference, rollouts):
                     undetermined += not theirs[2]
                     if not theirs[0]:
                         failing_scores.add(round(theirs[1], 6))
-    # not vacuous: every goal and the task programs ran, some rollouts stopped early, some verdicts
-    # are undetermined, and failures carry many different partial scores
+    # not vacuous: every goal and the task programs ran, some rollouts stopped early (some at rest),
+    # some verdicts are undetermined, and failures carry many different partial scores
     assert len(live) == len(GOALS) + len({t for _, _, ts in rollouts for t in ts if t.startswith("# the template")})
-    assert compared > 1000 and stopped >= 10 and undetermined >= 5 and len(failing_scores) >= 50
+    assert compared > 1000 and stopped >= 10 and settled >= 5 and undetermined >= 5 and len(failing_scores) >= 50
 
 
 def test_touch_bridging_is_the_reference(reference):
