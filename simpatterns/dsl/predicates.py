@@ -772,22 +772,30 @@ class Never(Node):
         self.window = tuple(window) if window is not None else None
         self.where = where
 
+    def _holds(self, ctx) -> tuple[int, int]:
+        """(frames where the state holds in the frozen completion, frames in the window)."""
+        lo, hi = ctx.window(self.window)
+        if hi < lo:
+            return 0, 0
+        series = self.what.series(ctx)
+        khi = min(hi, ctx.last)
+        n = int(np.count_nonzero(series[lo: khi + 1])) if khi >= lo else 0
+        unknown = hi - max(lo, ctx.last + 1) + 1 if hi > ctx.last else 0
+        if unknown and len(series) and series[-1]:
+            n += unknown
+        return n, hi - lo + 1
+
     def _state(self, ctx) -> tuple[int, int, bool, bool]:
-        """(frames where the state holds in the frozen completion, frames in the window,
-        whether a simulated frame of the window shows it false, whether the unsimulated
-        frames' state is known)."""
+        """`_holds`, then whether a simulated frame of the window shows the state false, and
+        whether the unsimulated frames' state is known."""
+        n, m = self._holds(ctx)
         lo, hi = ctx.window(self.window)
         if hi < lo:
             return 0, 0, False, True
         series = self.what.series(ctx)
         khi = min(hi, ctx.last)
-        known = series[lo: khi + 1] if khi >= lo else series[:0]
-        n = int(np.count_nonzero(known))
-        unknown = hi - max(lo, ctx.last + 1) + 1 if hi > ctx.last else 0
-        if unknown and len(series) and series[-1]:
-            n += unknown
         certain = series[lo: min(khi, self.what.certain_until(ctx) - 1) + 1] if khi >= lo else series[:0]
-        return n, hi - lo + 1, bool(certain.size and not certain.all()), self.what.after_known(ctx)
+        return n, m, bool(certain.size and not certain.all()), self.what.after_known(ctx)
 
     def _count(self, ctx) -> tuple[int, int]:
         """(matching events in the window, frames in the window) for a pattern;
@@ -795,8 +803,7 @@ class Never(Node):
         if isinstance(self.what, Query):
             lo, hi = ctx.window(self.window)
             return len(self.what.hits(ctx)), max(0, hi - lo + 1)
-        n, m, _, _ = self._state(ctx)
-        return n, m
+        return self._holds(ctx)
 
     @property
     def needs_trace(self) -> bool:
@@ -850,8 +857,10 @@ class Always(Never):
         return self._state(ctx)
 
     def _count(self, ctx) -> tuple[int, int]:
-        covered, m, _, _ = self._cover(ctx)
-        return covered, m
+        if isinstance(self.what, Query):
+            covered, m, _ = self.what.covered(ctx)
+            return covered, m
+        return self._holds(ctx)
 
     def eval(self, ctx):
         covered, m = self._count(ctx)
