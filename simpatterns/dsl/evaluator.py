@@ -165,7 +165,8 @@ class CompiledProgram:
     """A program ready to run: ``evaluate(annotation, trace=None)``. ``patterns``
     are the (normalised) labels of the patterns it reads."""
 
-    _CACHE = 16
+    _CACHE = 16  # traces, annotations and pattern lists kept (each holds a rollout's arrays or events)
+    _SCENES = 256  # scene views kept: small, and a training loop cycles through every template's scene
 
     def __init__(self, program: Program, root: Node, patterns: Collection[str] = ()):
         self.program = program
@@ -199,9 +200,9 @@ class CompiledProgram:
         return m
 
     @staticmethod
-    def _remember(cache: OrderedDict, key: Any, value: Any) -> Any:
+    def _remember(cache: OrderedDict, key: Any, value: Any, size: int = _CACHE) -> Any:
         cache[key] = value
-        if len(cache) > CompiledProgram._CACHE:
+        if len(cache) > size:
             cache.popitem(last=False)
         return value
 
@@ -222,7 +223,7 @@ class CompiledProgram:
             key = ("list", id(bodies))
         hit = self._scenes.get(key)
         if hit is None or (key[0] == "list" and hit.source is not bodies):
-            hit = self._remember(self._scenes, key, SceneView(bodies))
+            hit = self._remember(self._scenes, key, SceneView(bodies), self._SCENES)
         else:
             self._scenes.move_to_end(key)
         return hit
