@@ -13,6 +13,13 @@ on the trace (the same compiled program). Reported: rollouts
 per CPU-second of this process (best of ``--reps`` interleaved repetitions;
 CPU time rather than wall time, so that other load on a shared machine
 distorts less) and the ratio env/direct (target >= 0.9).
+
+The wrapper table (issue 32, item 5) compares, per shipped goal program
+(``examples/goals`` a01-a10, which fit every template) and the task program,
+the env wrapped in `RewardProgramWrapper` (program reward included) with the
+plain env (sparse reward), same tasks, actions and observation mode: rollouts
+per CPU-second and their ratio (target >= 0.8). ``--wrapper-only`` runs just
+that table.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from simpatterns.envs.reward import RewardProgramWrapper  # noqa: E402
 from simpatterns.envs.scenes import task_program_text  # noqa: E402
 from simpatterns.simulators.phyre import TEMPLATES, check_action, get_template, simulate  # noqa: E402
 from machine import machine_line  # noqa: E402
+
+GOALS = Path(__file__).resolve().parents[1] / "examples" / "goals"
 
 
 def tasks_and_actions(n: int, seed: int = 0) -> list[tuple[str, int, object, np.ndarray]]:
@@ -64,10 +73,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rollouts", type=int, default=60)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--wrapper-only", action="store_true", help="only the wrapper / plain env table")
     args = p.parse_args()
     print(machine_line())
     cases = tasks_and_actions(args.rollouts)
     n = len(cases)
+    wrapper_table(cases, args.reps)
+    if args.wrapper_only:
+        return
 
     def direct() -> None:
         for _, _, scene, a in cases:
@@ -124,6 +137,57 @@ def main() -> None:
         print(f"{name:36s} {env_rate:15.1f} {direct_rate:18.1f} {ratio:7.3f}")
     worst = min(r[3] for r in rows)
     print(f"worst ratio {worst:.3f} (target >= 0.9): {'met' if worst >= 0.9 else 'NOT met'}")
+
+
+def wrapper_table(cases: list, reps: int) -> None:
+    """`RewardProgramWrapper` around the env, per shipped goal, against the plain env: rollouts per CPU-second.
+    Each rollout is stepped through every env in turn (the plain one first), and each env's CPU time is
+    summed over all rollouts and repetitions: the machine's load drifts over seconds, and this way it
+    weighs on every env alike."""
+    goals = {p.stem[:3]: p for p in sorted(GOALS.glob("a[0-9][0-9]_*.rwd"))}
+    tasks = sorted({(t, v) for t, v, _, _ in cases})
+
+    def make(**task: object) -> gym.Env:
+        return gym.make("simpatterns/PhyreOneBall-v0", **(task or {"tasks": tasks}), obs_mode="semantic")
+
+    envs: dict[str, object] = {"plain env": make()}
+    envs.update({name: RewardProgramWrapper(make(), path) for name, path in goals.items()})
+    # the task program: each task's own goal, as a training loop would hold one wrapper per task
+    task_envs = {(t, v): RewardProgramWrapper(make(template=t, variant=v),
+                                              RewardProgram.from_text(task_program_text(scene), builtin_library()))
+                 for t, v, scene, _ in cases}
+    envs["task program"] = task_envs
+
+    def step(env, t: str, v: int, a: np.ndarray) -> None:
+        if isinstance(env, dict):  # one wrapper per task
+            env = env[(t, v)]
+            env.reset()
+        else:
+            env.reset(options={"template": t, "variant": v})
+        env.step(a)
+
+    for env in envs.values():  # warm caches (compiled programs, per-task initial scenes)
+        for t, v, _, a in cases:
+            step(env, t, v, a)
+    cpu = dict.fromkeys(envs, 0.0)
+    for _ in range(reps):
+        for t, v, _, a in cases:
+            for name, env in envs.items():
+                t0 = time.process_time()
+                step(env, t, v, a)
+                cpu[name] += time.process_time() - t0
+    n = len(cases) * reps
+    print(f"RewardProgramWrapper / plain env (obs semantic), {len(cases)} rollouts on {len(tasks)} tasks x {reps}, "
+          "envs interleaved per rollout, rates per CPU-second")
+    print(f"{'program':14s} {'wrapped rollouts/s':>19s} {'plain rollouts/s':>17s} {'ratio':>7s}")
+    ratios = []
+    for name in envs:
+        if name == "plain env":
+            continue
+        ratios.append(cpu["plain env"] / cpu[name])
+        print(f"{name:14s} {n / cpu[name]:19.1f} {n / cpu['plain env']:17.1f} {ratios[-1]:7.3f}")
+    print(f"HEADLINE wrapper / plain env: median {np.median(ratios):.3f}, worst {min(ratios):.3f} "
+          f"(target >= 0.8): {'met' if min(ratios) >= 0.8 else 'NOT met'}\n")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -32,12 +33,14 @@ from simpatterns.dsl.predicates import (
     Node,
 )
 from simpatterns.dsl.printer import format_expr
-from simpatterns.dsl.runtime import EvalContext, SceneView, TraceView, Where, failed
+from simpatterns.dsl.runtime import EvalContext, EventIndex, SceneView, TraceView, Where, failed
 from simpatterns.dsl.syntax import Call, Compare, Num, Program, literal_value
 
 if TYPE_CHECKING:
     from simpatterns.annotation import Annotation
     from simpatterns.trace import Trace
+
+_BODY_WORDS = attrgetter("name", "color", "shape", "role", "dynamic")  # what a scene's lookups read of a `Body`
 
 
 @dataclass
@@ -162,7 +165,8 @@ class CompiledProgram:
     """A program ready to run: ``evaluate(annotation, trace=None)``. ``patterns``
     are the (normalised) labels of the patterns it reads."""
 
-    _CACHE = 16
+    _CACHE = 16  # traces, annotations and pattern lists kept (each holds a rollout's arrays or events)
+    _SCENES = 256  # scene views kept: small, and a training loop cycles through every template's scene
 
     def __init__(self, program: Program, root: Node, patterns: Collection[str] = ()):
         self.program = program
@@ -174,7 +178,8 @@ class CompiledProgram:
         self.needs_trace = _needs_trace(root)
         self._labels: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self._views: OrderedDict[int, TraceView] = OrderedDict()
-        self._scenes: OrderedDict[int, tuple[Any, SceneView]] = OrderedDict()
+        self._scenes: OrderedDict[Any, SceneView] = OrderedDict()
+        self._indexes: OrderedDict[int, EventIndex] = OrderedDict()
         self._last_patterns: list[str] | None = None
         self._last_map: dict[str, str] = {}
 
@@ -194,28 +199,49 @@ class CompiledProgram:
         self._last_patterns, self._last_map = annotation.patterns, m
         return m
 
+    @staticmethod
+    def _remember(cache: OrderedDict, key: Any, value: Any, size: int = _CACHE) -> Any:
+        cache[key] = value
+        if len(cache) > size:
+            cache.popitem(last=False)
+        return value
+
     def _view(self, trace: "Trace | None") -> TraceView | None:
         if trace is None:
             return None
         v = self._views.get(id(trace))
         if v is None or v.trace is not trace:
-            v = TraceView(trace)
-            self._views[id(trace)] = v
-            if len(self._views) > self._CACHE:
-                self._views.popitem(last=False)
+            v = self._remember(self._views, id(trace), TraceView(trace, self._shared_scene(trace.bodies)))
         return v
+
+    def _shared_scene(self, bodies: Sequence[Any]) -> SceneView:
+        """The scene's view, shared by every rollout with bodies of these names, colours, shapes
+        and roles: its class phrases are resolved and its matchers bound once, not per rollout."""
+        try:
+            key: Any = ("words", tuple(map(_BODY_WORDS, bodies)))
+        except AttributeError:  # not `Body` records: shared while the same list is passed
+            key = ("list", id(bodies))
+        hit = self._scenes.get(key)
+        if hit is None or (key[0] == "list" and hit.source is not bodies):
+            hit = self._remember(self._scenes, key, SceneView(bodies), self._SCENES)
+        else:
+            self._scenes.move_to_end(key)
+        return hit
 
     def _scene(self, annotation: "Annotation | None") -> SceneView | None:
         """The bodies an annotation lists (when evaluated without its trace)."""
         if annotation is None or annotation.bodies is None:
             return None
-        hit = self._scenes.get(id(annotation))
-        if hit is None or hit[0] is not annotation.bodies:
-            hit = (annotation.bodies, SceneView(annotation.bodies))
-            self._scenes[id(annotation)] = hit
-            if len(self._scenes) > self._CACHE:
-                self._scenes.popitem(last=False)
-        return hit[1]
+        return self._shared_scene(annotation.bodies)
+
+    def _index(self, annotation: "Annotation | None") -> EventIndex | None:
+        """The annotation's events indexed by what the program's matchers read, kept while it is evaluated."""
+        if annotation is None:
+            return None
+        idx = self._indexes.get(id(annotation))
+        if idx is None or idx.annotation is not annotation:
+            idx = self._remember(self._indexes, id(annotation), EventIndex(annotation))
+        return idx
 
     # ---------------------------------------------------------- evaluation
     def context(self, annotation: "Annotation | None", trace: "Trace | None" = None) -> EvalContext:
@@ -225,7 +251,7 @@ class CompiledProgram:
             raise DSLEvaluationError("empty-trace", "the trace has no frames", filename=self.program.filename)
         view = self._view(trace)
         return EvalContext(annotation, view, self._label_map(annotation),
-                           None if view is not None else self._scene(annotation))
+                           None if view is not None else self._scene(annotation), self._index(annotation))
 
     @staticmethod
     def _determined(ctx: EvalContext, nodes: Sequence[Node]) -> list[bool]:

@@ -27,6 +27,8 @@ import functools
 import math
 from typing import Any, Callable, Collection, Mapping, Sequence
 
+import numpy as np
+
 from simpatterns.annotation import normalize_label
 from simpatterns.detectors.contract import is_default_body_param
 from simpatterns.dsl.references import is_wildcard, parse_reference
@@ -142,7 +144,7 @@ class ParamMatcher:
     module doc). ``refs`` are the class phrases among its body params, which
     `bind` resolves in a scene before it matches anything."""
 
-    __slots__ = ("raw", "symmetric", "body_keys", "refs", "items", "tests", "swapped", "key", "__weakref__")
+    __slots__ = ("raw", "symmetric", "body_keys", "refs", "items", "tests", "swapped", "key", "reads", "__weakref__")
 
     def __init__(self, constraints: Mapping[str, Any] | None, symmetric: bool = True,
                  body_keys: Collection[str] | None = None):
@@ -161,6 +163,8 @@ class ParamMatcher:
         if symmetric and any(swapped_key(k) for k in cons):
             self.swapped = tuple((swapped_key(k) or k, t) for k, t in self.tests)
         self.key = (repr(self.items), symmetric)  # memo key inside one evaluation
+        # the params a verdict depends on: events alike in these are matched alike
+        self.reads = tuple(dict.fromkeys([k for k, _ in self.tests] + [k for k, _ in self.swapped or ()]))
 
     def __call__(self, params: Mapping[str, Any]) -> bool:
         get = params.get
@@ -175,6 +179,27 @@ class ParamMatcher:
             if not test(get(k, MISSING)):
                 return False
         return True
+
+    def pairs(self, names: Sequence[str], key_a: str = "object_a", key_b: str = "object_b") -> np.ndarray:
+        """``[n, n]`` bool: ``self({key_a: names[i], key_b: names[j]})`` for every i, j, with
+        each test run once per name rather than once per pair."""
+        n = len(names)
+
+        def side(tests) -> tuple[np.ndarray, np.ndarray]:
+            rows, cols = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+            for k, test in tests:
+                if k == key_a:
+                    rows &= np.fromiter(map(test, names), dtype=bool, count=n)
+                elif k == key_b:
+                    cols &= np.fromiter(map(test, names), dtype=bool, count=n)
+                elif not test(MISSING):
+                    rows[:] = False
+            return rows, cols
+
+        out = np.outer(*side(self.tests))
+        if self.swapped is not None:
+            out |= np.outer(*side(self.swapped))
+        return out
 
     @property
     def empty(self) -> bool:

@@ -772,22 +772,30 @@ class Never(Node):
         self.window = tuple(window) if window is not None else None
         self.where = where
 
+    def _holds(self, ctx) -> tuple[int, int]:
+        """(frames where the state holds in the frozen completion, frames in the window)."""
+        lo, hi = ctx.window(self.window)
+        if hi < lo:
+            return 0, 0
+        series = self.what.series(ctx)
+        khi = min(hi, ctx.last)
+        n = int(np.count_nonzero(series[lo: khi + 1])) if khi >= lo else 0
+        unknown = hi - max(lo, ctx.last + 1) + 1 if hi > ctx.last else 0
+        if unknown and len(series) and series[-1]:
+            n += unknown
+        return n, hi - lo + 1
+
     def _state(self, ctx) -> tuple[int, int, bool, bool]:
-        """(frames where the state holds in the frozen completion, frames in the window,
-        whether a simulated frame of the window shows it false, whether the unsimulated
-        frames' state is known)."""
+        """`_holds`, then whether a simulated frame of the window shows the state false, and
+        whether the unsimulated frames' state is known."""
+        n, m = self._holds(ctx)
         lo, hi = ctx.window(self.window)
         if hi < lo:
             return 0, 0, False, True
         series = self.what.series(ctx)
         khi = min(hi, ctx.last)
-        known = series[lo: khi + 1] if khi >= lo else series[:0]
-        n = int(np.count_nonzero(known))
-        unknown = hi - max(lo, ctx.last + 1) + 1 if hi > ctx.last else 0
-        if unknown and len(series) and series[-1]:
-            n += unknown
         certain = series[lo: min(khi, self.what.certain_until(ctx) - 1) + 1] if khi >= lo else series[:0]
-        return n, hi - lo + 1, bool(certain.size and not certain.all()), self.what.after_known(ctx)
+        return n, m, bool(certain.size and not certain.all()), self.what.after_known(ctx)
 
     def _count(self, ctx) -> tuple[int, int]:
         """(matching events in the window, frames in the window) for a pattern;
@@ -795,8 +803,7 @@ class Never(Node):
         if isinstance(self.what, Query):
             lo, hi = ctx.window(self.window)
             return len(self.what.hits(ctx)), max(0, hi - lo + 1)
-        n, m, _, _ = self._state(ctx)
-        return n, m
+        return self._holds(ctx)
 
     @property
     def needs_trace(self) -> bool:
@@ -850,8 +857,10 @@ class Always(Never):
         return self._state(ctx)
 
     def _count(self, ctx) -> tuple[int, int]:
-        covered, m, _, _ = self._cover(ctx)
-        return covered, m
+        if isinstance(self.what, Query):
+            covered, m, _ = self.what.covered(ctx)
+            return covered, m
+        return self._holds(ctx)
 
     def eval(self, ctx):
         covered, m = self._count(ctx)
@@ -869,13 +878,6 @@ class Always(Never):
 
 
 # ---------------------------------------------------------------- state (trace)
-def _members(view: SceneView, name: str | None, where: Where) -> tuple[int, ...] | None:
-    """Body indices a name or class phrase stands for; None for a wildcard (any body)."""
-    if name is None or is_wildcard(name):
-        return None
-    return view.bodies(name, where)
-
-
 def _covers_goal(ctx: EvalContext, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> bool:
     """Do bodies a x b include the success pair (which keeps touching after a stop at success)?"""
     pair = ctx.goal_pair()
@@ -944,7 +946,6 @@ class NearbyAt(Node):
         a = view.bodies(self.body, self.where)
         if not a:
             return np.full(max(0, hi - lo), np.inf)
-        p = pos[lo:hi][:, list(a)]  # [F, A, D]
         if self.target is not None:
             b = view.bodies(self.target, self.where)
             if not b:
@@ -952,18 +953,33 @@ class NearbyAt(Node):
             if len(a) == 1 and len(b) == 1:  # one body each (the usual case): no pairwise broadcast
                 d = pos[lo:hi, a[0]] - pos[lo:hi, b[0]]
                 return np.einsum("fd,fd->f", d, d)
+            p = pos[lo:hi][:, list(a)]  # [F, A, D]
             q = pos[lo:hi][:, list(b)]
             d = p[:, :, None, :] - q[:, None, :, :]  # [F, A, B, D]
             out = (d[..., :2] ** 2).sum(-1)
             if pos.shape[2] > 2:
                 out = out + d[..., 2] ** 2
             return out.reshape(out.shape[0], -1).min(axis=1) if out.size else np.full(max(0, hi - lo), np.inf)
+        p = pos[lo:hi][:, list(a)]  # [F, A, D]
         dx = p[..., 0] - self.point[0]
         dy = p[..., 1] - self.point[1]
         out = dx * dx + dy * dy
         if len(self.point) > 2 and pos.shape[2] > 2:
             out = out + (p[..., 2] - self.point[2]) ** 2
         return out.min(axis=1)
+
+    def _stored(self, ctx, lo: int, hi: int) -> np.ndarray:
+        """`_squared` over stored frames ``lo:hi``: a slice of every stored frame's, computed
+        once per evaluation (the window, the time credit and the series read it), except for
+        a single frame asked first."""
+        view = ctx.need_view(self.where, "NEARBY_AT")
+        key = ("d2", id(self))
+        full = ctx.memo.get(key)
+        if full is None:
+            if hi - lo == 1:
+                return self._squared(view, lo, hi)
+            full = ctx.memo[key] = self._squared(view, 0, view.trace.num_frames)
+        return full[lo:hi]
 
     def distance(self, ctx) -> tuple[float, float, int]:
         """(distance, radius, frame) at t, or at the closest frame of the window; in the
@@ -972,12 +988,12 @@ class NearbyAt(Node):
         r = self.radius if self.radius is not None else view.radius
         if self.window is None:
             f = min(ctx.frame(self.t), ctx.last)
-            return math.sqrt(float(self._squared(view, f, f + 1)[0])), r, f
+            return math.sqrt(float(self._stored(ctx, f, f + 1)[0])), r, f
         lo, hi = ctx.window(self.window)
         if hi < lo:
             return math.inf, r, lo
         first = min(lo, ctx.last)  # a window past the last frame reads the last frame
-        d2 = self._squared(view, first, min(hi, ctx.last) + 1)
+        d2 = self._stored(ctx, first, min(hi, ctx.last) + 1)
         nan = np.isnan(d2)
         if nan.all():
             return math.inf, r, first
@@ -987,7 +1003,7 @@ class NearbyAt(Node):
     def series(self, ctx) -> np.ndarray:
         view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        return self._squared(view, 0, view.trace.num_frames) <= r * r
+        return self._stored(ctx, 0, view.trace.num_frames) <= r * r
 
     def after_known(self, ctx) -> bool:
         """Is the state known after the last simulated frame? (only when nothing moves)"""
@@ -1007,8 +1023,7 @@ class NearbyAt(Node):
 
     def _time_credit(self, ctx, r: float) -> float:
         """Credit for coming within the radius outside the window, by the frames from it."""
-        view = ctx.need_view(self.where, "NEARBY_AT")
-        near = np.flatnonzero(self._squared(view, 0, ctx.num_frames) <= r * r)
+        near = np.flatnonzero(self._stored(ctx, 0, ctx.num_frames) <= r * r)
         scale = TIME_SCALE * (ctx.horizon - 1)
         if not near.size or not scale > 0:
             return 0.0
@@ -1029,7 +1044,7 @@ class NearbyAt(Node):
             return True
         view = ctx.need_view(self.where, "NEARBY_AT")
         r = self.radius if self.radius is not None else view.radius
-        return lo <= ctx.last and bool((self._squared(view, lo, ctx.last + 1) <= r * r).any())
+        return lo <= ctx.last and bool((self._stored(ctx, lo, ctx.last + 1) <= r * r).any())
 
     def detail(self, ctx):
         d, r, f = self.distance(ctx)
@@ -1045,14 +1060,22 @@ def bridge_gaps(touching: np.ndarray, k: int, tail: int = 0) -> np.ndarray:
     True follows it or the episode ends first: contacts apart for at most k frames are one touch.
     ``tail``: frames of the episode after the array, holding its last value (the frozen completion)."""
     T = len(touching)
-    if not T or touching.all() or not touching.any():
+    change = np.flatnonzero(touching[1:] != touching[:-1]) + 1  # frames whose value differs from the last
+    if not change.size:  # all True or all False
         return touching
-    end = T + (tail if not touching[-1] else 0)  # a held False stretches the last gap to the horizon
-    idx = np.arange(T)
-    prev = np.maximum.accumulate(np.where(touching, idx, -1))
-    nxt = np.minimum.accumulate(np.where(touching, idx, end)[::-1])[::-1]
-    gap = np.where(nxt < end, nxt - prev - 1, end - 1 - prev)
-    return touching | ((prev >= 0) & (gap <= k))
+    rising = touching[change]
+    stops, starts = change[~rising], change[rising]  # where runs of False after a True begin, and end
+    if touching[-1]:  # every False run ends in a True
+        ends = starts[np.searchsorted(starts, stops)]
+    else:  # the last runs on past the array's end to the horizon
+        ends = np.append(starts[np.searchsorted(starts, stops[:-1])], T + tail)
+    short = ends - stops <= k
+    if not short.any():
+        return touching
+    out = touching.copy()
+    for a, b in zip(stops[short].tolist(), ends[short].tolist()):
+        out[a:b] = True
+    return out
 
 
 def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
@@ -1072,6 +1095,29 @@ def outline_gaps(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] 
             g[tr.contact_row(frames, i, j) >= 0] = 0.0
             np.minimum(out, g, out=out)
     return out
+
+
+def least_outline_gap(view: TraceView, A: tuple[int, ...] | None, B: tuple[int, ...] | None,
+                      lo: int, hi: int, contacts: bool = True) -> tuple[float, int]:
+    """(the least of `outline_gaps` over stored frames ``lo..hi``, the first frame that has it);
+    (inf, lo) when no pair exists. Each pair measures only the frames where it may come
+    nearest (`Outlines.least_gap`). ``contacts=False``: the caller knows no pair has a
+    contact in those frames."""
+    n = view.trace.num_bodies
+    ia = range(n) if A is None else A
+    ib = range(n) if B is None else B
+    best, at = math.inf, lo
+    geo, tr = view.geometry(), view.trace
+    frames = np.arange(lo, hi + 1)
+    apart = None if contacts else np.zeros(len(frames), dtype=bool)
+    for i in ia:
+        for j in ib:
+            if i == j or (A is None and B is None and j < i):  # any x any: each pair once
+                continue
+            g, f = geo.least_gap(i, j, lo, hi, tr.contact_row(frames, i, j) >= 0 if apart is None else apart)
+            if g < best or (g == best and f < at):
+                best, at = g, f
+    return best, at
 
 
 def closeness(gap: float, scale: float) -> float:
@@ -1120,20 +1166,16 @@ class Touching(Node):
         self.t = 1.0 if t is None else t
         self.hold = hold
         self.where = where
+        self.collisions = ParamMatcher({"object_a": a, "object_b": b})  # its collision events, without a trace
 
     def _pair(self, view: SceneView) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
         """Body indices of a and b (None for a wildcard)."""
-        return _members(view, self.a, self.where), _members(view, self.b, self.where)
-
-    def _hits(self, view: TraceView, ca: np.ndarray, cb: np.ndarray) -> np.ndarray:
-        """Which contact rows (body index columns ca, cb) are an a-b contact."""
-        A, B = self._pair(view)
-        inn = lambda col, s: np.ones(col.shape, dtype=bool) if s is None else np.isin(col, s)  # noqa: E731
-        return (inn(ca, A) & inn(cb, B)) | (inn(ca, B) & inn(cb, A))
+        return (None if self.wild_a else view.bodies(self.a, self.where),
+                None if self.wild_b else view.bodies(self.b, self.where))
 
     def _raw_at(self, view: TraceView, lo: int, hi: int) -> list[int]:
         """Stored frames in ``[lo, hi]`` with an a-b contact row (a few rows per frame: plain Python)."""
-        r0, r1 = view.rows_at(lo)[0], view.rows_at(hi)[1]
+        r0, r1 = view.rows_between(lo, hi)
         if r0 == r1:
             return []
         cf, ca, cb = view.contacts()
@@ -1177,9 +1219,8 @@ class Touching(Node):
         s = ctx.memo.get(key)
         if s is None:
             if ctx.view is not None:
-                cf, ca, cb = ctx.view.contacts()
                 s = np.zeros(ctx.view.trace.num_frames, dtype=bool)
-                s[cf[self._hits(ctx.view, ca, cb)]] = True
+                s[ctx.view.contacts()[0][ctx.view.pair_rows(*self._pair(ctx.view))]] = True
             else:
                 s = self._series_from_events(ctx)
             ctx.memo[key] = s
@@ -1200,11 +1241,10 @@ class Touching(Node):
         if ctx.annotation is None:
             raise self.where.error("needs-trace", "TOUCHING needs the trace, or an annotation with "
                                    '"collision start" events')
-        m = ctx.bind(ParamMatcher({"object_a": self.a, "object_b": self.b}), self.where)
         T = ctx.num_frames
         s = np.zeros(T, dtype=bool)
-        starts = [(f, p) for f, p in ctx.events(COLLISION_START, self.where) if m(p)]
-        ends = [(f, p) for f, p in ctx.events(COLLISION_END, self.where) if m(p)]
+        starts = ctx.matched(COLLISION_START, self.collisions, self.where)[0]
+        ends = ctx.matched(COLLISION_END, self.collisions, self.where)[0]
         by_pair: dict[tuple, list[int]] = {}
         for f, p in ends:
             by_pair.setdefault(_pair(p), []).append(f)
@@ -1248,22 +1288,22 @@ class Touching(Node):
                 return True, 1.0
             if k:
                 return False, failed(0.5 + 0.5 * k / n)
-            frames = np.arange(min(f, ctx.last) + 1)
+            first = 0
         else:
             if self._touching_at(ctx, f):
                 return True, 1.0
             if ctx.view is None:
                 return False, 0.5 if self.series(ctx).any() else 0.0
-            frames = np.array([min(f, ctx.last)])
+            first = min(f, ctx.last)
         if ctx.view is None:
             return False, 0.0
-        return False, failed(0.5 * closeness(self.gap(ctx, frames), ctx.view.radius))
+        return False, failed(0.5 * closeness(self.gap(ctx, first, min(f, ctx.last)), ctx.view.radius))
 
-    def gap(self, ctx, frames: np.ndarray) -> float:
-        """The least outline gap of the pair over stored ``frames``."""
+    def gap(self, ctx, lo: int, hi: int) -> float:
+        """The least outline gap of the pair over stored frames ``lo..hi``, where it has no
+        recorded contact (the callers' case: not touching at ``hi``, or never by it)."""
         A, B = self._pair(ctx.view)
-        g = outline_gaps(ctx.view, A, B, frames)
-        return float(g.min()) if g.size else math.inf
+        return least_outline_gap(ctx.view, A, B, lo, hi, contacts=False)[0]
 
     def determined(self, ctx):
         f = ctx.frame(self.t)
@@ -1280,12 +1320,13 @@ class Touching(Node):
         if self.hold is not None:
             k = self.held(ctx)
             state = f"longest unbroken touch {k} of the {self.needed(ctx)} frames asked, by frame {f}"
-            frames = np.arange(min(f, ctx.last) + 1) if not k else None
+            first = 0 if not k else None
         else:
             state = ("touching" if ok else "not touching") + f" at frame {f} (t={self.t:g})"
-            frames = np.array([min(f, ctx.last)])
-        if not ok and frames is not None and ctx.view is not None:
-            state += f"; outlines {self.gap(ctx, frames):.3g} px apart" + (" at their closest" if self.hold else "")
+            first = min(f, ctx.last)
+        if not ok and first is not None and ctx.view is not None:
+            state += (f"; outlines {self.gap(ctx, first, min(f, ctx.last)):.3g} px apart"
+                      + (" at their closest" if self.hold else ""))
         return (f"{state}; touching at {int(np.count_nonzero(s))} frames in all (from {src}){empty}"
                 + _unsimulated_text(ctx, f))
 
@@ -1341,13 +1382,13 @@ class Distance(Node):
                 out = (math.inf, lo, math.inf, math.inf)
             else:
                 first = min(lo, ctx.last)  # a window past the last frame reads the last frame
-                g = self._gaps(ctx, np.arange(first, min(hi, ctx.last) + 1))
-                k = int(np.argmin(g))
-                d = float(g[k])
+                view = ctx.need_view(self.where, "DISTANCE")
+                d, f = least_outline_gap(view, view.bodies(self.a, self.where), view.bodies(self.b, self.where),
+                                         first, min(hi, ctx.last))
                 if not ctx.is_open(lo, hi) or self._after_known(ctx):
-                    out = (d, first + k, d, d)
+                    out = (d, f, d, d)
                 else:  # later frames can only bring the bodies nearer than the simulated ones did
-                    out = (d, first + k, 0.0, d if lo <= ctx.last else math.inf)
+                    out = (d, f, 0.0, d if lo <= ctx.last else math.inf)
         ctx.memo[key] = out
         return out
 

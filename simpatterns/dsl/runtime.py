@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simpatterns.dsl.errors import DSLEvaluationError, close_matches, error_at
-from simpatterns.dsl.matching import ParamMatcher, normalize_text
+from simpatterns.dsl.matching import MISSING, ParamMatcher, normalize_text
 from simpatterns.dsl.references import SceneBodies
 from simpatterns.trace import STOPPED_SETTLED, STOPPED_SUCCESS, Episode
 
@@ -85,13 +86,15 @@ class SceneView:
     """A scene's bodies (names, colours, shapes, roles) and the param matchers bound to
     it, shared by the evaluations of one trace or annotation (cached by the compiled program)."""
 
-    __slots__ = ("scene", "names", "_bound", "_bodies")
+    __slots__ = ("source", "scene", "names", "_bound", "_bodies", "_pairs")
 
     def __init__(self, bodies):
+        self.source = bodies  # the records it was built from
         self.scene = SceneBodies(bodies)
         self.names = self.scene.names
         self._bound: dict[Any, ParamMatcher] = {}
         self._bodies: dict[str, tuple[int, ...]] = {}
+        self._pairs: dict[Any, Any] = {}  # pair tables and `other_pair` answers
 
     def bodies(self, name: str, where: Where) -> tuple[int, ...]:
         """Indices of the bodies ``name`` names here: one for a name, the members of a
@@ -110,6 +113,30 @@ class SceneView:
         self._bodies[name] = out
         return out
 
+    def pair_table(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> np.ndarray:
+        """``[n, n]`` bool: bodies i, j are one of ``a`` and one of ``b``, in either order (None:
+        any body). Indexed with a trace's contact columns, it picks a pair's rows in one step."""
+        out = self._pairs.get((a, b))
+        if out is None:
+            n = len(self.names)
+            ina, inb = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+            ina[list(range(n)) if a is None else list(a)] = True
+            inb[list(range(n)) if b is None else list(b)] = True
+            out = self._pairs[(a, b)] = np.outer(ina, inb) | np.outer(inb, ina)
+        return out
+
+    def other_pair(self, matcher: ParamMatcher, pair: tuple[int, int]) -> bool:
+        """Does ``matcher`` accept ``object_a``/``object_b`` (either order) naming two bodies
+        other than ``pair``? (`ParamMatcher.pairs`, memoised per matcher and pair.)"""
+        key = ("other", matcher.key, pair)
+        out = self._pairs.get(key)
+        if out is None:
+            hits = matcher.pairs(self.names)
+            hits = np.triu(hits | hits.T, 1)  # each pair of bodies once, either order
+            hits[min(pair), max(pair)] = False
+            out = self._pairs[key] = bool(hits.any())
+        return out
+
     def bind(self, matcher: ParamMatcher) -> ParamMatcher:
         """``matcher`` with its class phrases resolved to this scene's body names."""
         out = self._bound.get(matcher.key)
@@ -124,10 +151,14 @@ class TraceView(SceneView):
     compiled program): the scene's bodies (names, colour classes, roles), the
     default NEARBY_AT radius, contact columns and bound param matchers."""
 
-    __slots__ = ("trace", "radius", "episode", "_contacts", "_geometry")
+    __slots__ = ("trace", "radius", "episode", "_contacts", "_codes", "_geometry")
 
-    def __init__(self, trace: "Trace"):
-        super().__init__(trace.bodies)
+    def __init__(self, trace: "Trace", scene: SceneView | None = None):
+        if scene is None:
+            super().__init__(trace.bodies)
+        else:  # the scene's lookups, shared with every trace of it (they depend on the bodies alone)
+            self.source, self.scene, self.names = trace.bodies, scene.scene, scene.names
+            self._bound, self._bodies, self._pairs = scene._bound, scene._bodies, scene._pairs
         self.trace = trace
         self.episode = trace.episode
         world = trace.meta.get("world_size") if isinstance(trace.meta, dict) else None
@@ -141,6 +172,7 @@ class TraceView(SceneView):
             extent = float(np.nanmax(p0.max(axis=0) - p0.min(axis=0))) if p0.size else 0.0
         self.radius = DEFAULT_RADIUS_FRACTION * extent if extent > 0 else 1.0
         self._contacts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._codes: np.ndarray | None = None
         self._geometry: Any = None
 
     def contacts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -156,10 +188,19 @@ class TraceView(SceneView):
                 self._contacts = (cf[order], tr.contact_a[order], tr.contact_b[order])
         return self._contacts
 
-    def rows_at(self, frame: int) -> tuple[int, int]:
-        """Rows ``[lo, hi)`` of `contacts` at one frame (binary search)."""
-        cf = self.contacts()[0]
-        return int(cf.searchsorted(frame, "left")), int(cf.searchsorted(frame, "right"))
+    def pair_rows(self, a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> np.ndarray:
+        """Which rows of `contacts` are a contact of one of ``a`` with one of ``b`` (`pair_table`),
+        read through each row's pair code ``a * n + b``, computed once per trace (indexing a
+        table with the trace's narrow integer columns directly costs ten times more)."""
+        if self._codes is None:
+            _, ca, cb = self.contacts()
+            self._codes = ca.astype(np.intp) * len(self.names) + cb
+        return self.pair_table(a, b).ravel()[self._codes]
+
+    def rows_between(self, lo: int, hi: int) -> tuple[int, int]:
+        """Rows ``[r0, r1)`` of `contacts` at frames ``lo..hi`` (one binary search for both ends)."""
+        r0, r1 = self.contacts()[0].searchsorted((lo, hi + 1)).tolist()
+        return r0, r1
 
     def geometry(self):
         """The bodies' outlines, for surface distances (`simpatterns.dsl.geometry`), built once."""
@@ -169,6 +210,48 @@ class TraceView(SceneView):
             self._geometry = Outlines(self.trace)
         return self._geometry
 
+
+
+class EventIndex:
+    """One annotation's events as each matcher selects them, kept across evaluations (cached
+    by the compiled program): a matcher reads only a few params, so the events are grouped
+    by their values of those params and the matcher runs once per group, not per event."""
+
+    __slots__ = ("annotation", "_values", "_matched")
+
+    def __init__(self, annotation: "Annotation"):
+        self.annotation = annotation
+        self._values: dict[tuple, tuple[Any, list | None, set, int]] = {}
+        self._matched: dict[tuple, tuple[Any, int, Any, list[int]]] = {}
+
+    def matched(self, label: str, m: ParamMatcher) -> tuple["EventList", list[int]]:
+        """(the events of ``label`` whose params ``m`` accepts, their start frames), in frame order."""
+        key = (label, m.key)
+        evs = self.annotation.events_of(label)
+        out = self._matched.get(key)
+        if out is None or out[0] is not evs or out[1] != len(evs):  # built for these events
+            sel = evs if m.empty else self._select(label, evs, m)
+            out = self._matched[key] = (evs, len(evs), sel, [f for f, _ in sel])
+        return out[2], out[3]
+
+    def _select(self, label: str, evs: "EventList", m: ParamMatcher) -> "EventList":
+        keys = m.reads
+        grouped = self._values.get((label, keys))
+        if grouped is None or grouped[0] is not evs or grouped[3] != len(evs):
+            vals: list | None = [tuple(map(p.get, keys, repeat(MISSING))) for _, p in evs]
+            try:
+                distinct = set(vals)  # type: ignore[arg-type]
+            except TypeError:  # an unhashable value (a list): match event by event
+                vals = None
+            # only names group safely: 1, 1.0 and True are one key but may match differently
+            if vals is not None and not all(type(x) is str or x is MISSING for v in distinct for x in v):
+                vals = None
+            grouped = self._values[(label, keys)] = (evs, vals, distinct if vals is not None else set(), len(evs))
+        _, vals, distinct, _ = grouped
+        if vals is None:
+            return [e for e in evs if m(e[1])]
+        ok = {v: m({k: x for k, x in zip(keys, v) if x is not MISSING}) for v in distinct}
+        return [e for e, v in zip(evs, vals) if ok[v]]
 
 
 def window_frames(w: tuple[float, float] | None, horizon: int) -> tuple[int, int]:
@@ -187,11 +270,12 @@ class EvalContext:
     event spans per (pattern, params), windows, and the trace view."""
 
     __slots__ = ("annotation", "trace", "view", "scene", "num_frames", "horizon", "last", "episode", "labels",
-                 "memo")
+                 "memo", "index")
 
     def __init__(self, annotation: "Annotation | None", view: TraceView | None, labels: dict[str, str],
-                 scene: SceneView | None = None):
+                 scene: SceneView | None = None, index: EventIndex | None = None):
         self.annotation = annotation
+        self.index = index if index is not None or annotation is None else EventIndex(annotation)
         self.view = view
         self.scene = view if view is not None else scene  # the bodies: the trace's, else the annotation's
         self.trace = view.trace if view is not None else None
@@ -275,11 +359,15 @@ class EvalContext:
         key = (label, matcher.key)
         out = self.memo.get(key)
         if out is None:
-            m = self.bind(matcher, where)
-            evs = self.events(label, where)
-            out = [f for f, _ in evs] if m.empty else [f for f, p in evs if m(p)]
-            self.memo[key] = out
+            out = self.memo[key] = self.matched(label, matcher, where)[1]
         return out
+
+    def matched(self, label: str, matcher: ParamMatcher, where: Where) -> tuple["EventList", list[int]]:
+        """(the ``label`` events whose params satisfy ``matcher``, their start frames), from
+        the annotation's `EventIndex`."""
+        m = self.bind(matcher, where)
+        self.events(label, where)  # raises without an annotation
+        return self.index.matched(self.labels.get(label, label), m)  # type: ignore[union-attr]
 
     def spans(self, label: str, matcher: ParamMatcher, where: Where) -> list[Span]:
         """``(start, end, stored end)`` of the matching events of an interval pattern
@@ -289,15 +377,13 @@ class EvalContext:
         key = ("spans", label, matcher.key)
         out = self.memo.get(key)
         if out is None:
-            m = self.bind(matcher, where)
             out = []
             extend = self.horizon - 1 if not self.complete else None
-            for f, p in self.events(label, where):
-                if m.empty or m(p):
-                    n = p.get("frames", 1)
-                    length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
-                    end = f + length - 1
-                    out.append((f, extend if extend is not None and end >= self.last else end, end))
+            for f, p in self.matched(label, matcher, where)[0]:
+                n = p.get("frames", 1)
+                length = int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n >= 1 else 1
+                end = f + length - 1
+                out.append((f, extend if extend is not None and end >= self.last else end, end))
             self.memo[key] = out
         return out
 
@@ -312,14 +398,8 @@ class EvalContext:
         pair = self.goal_pair()
         if pair is None or self.scene is None:
             return True
-        m = self.bind(matcher, where)
-        names = self.scene.names
-        goal = {names[pair[0]], names[pair[1]]}
-        for i, a in enumerate(names):  # only the success pair is known not to start or stop touching
-            for b in names[i + 1:]:
-                if {a, b} != goal and (m({"object_a": a, "object_b": b}) or m({"object_a": b, "object_b": a})):
-                    return True
-        return False
+        # only the success pair is known not to start or stop touching
+        return self.scene.other_pair(self.bind(matcher, where), pair)
 
     def need_view(self, where: Where, what: str) -> TraceView:
         if self.view is None:

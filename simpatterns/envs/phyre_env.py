@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -60,6 +60,28 @@ SHIPPED_MAX_BODIES = {
     "00016": 17, "00017": 6, "00018": 6, "00019": 6, "00020": 12, "00021": 11, "00022": 6, "00023": 8,
     "00024": 5,
 }
+
+
+class TaskCache:
+    """What depends only on the task (a scene's initial state, its rollout left alone), kept
+    for the last `INITIAL_CACHE` tasks used (LRU). A purpose-built scene is keyed by identity
+    and kept with its task, so its id cannot be reused while cached (scenes are not mutated)."""
+
+    def __init__(self, size: int = INITIAL_CACHE):
+        self.size = size
+        self._items: OrderedDict[Any, tuple[Any, EpisodeScene]] = OrderedDict()
+
+    def get(self, task: EpisodeScene, build: Callable[[], Any]) -> Any:
+        key = task.key if task.scene is None else ("scene", id(task.scene))
+        hit = self._items.get(key)
+        if hit is not None:
+            self._items.move_to_end(key)
+            return hit[0]
+        value = build()
+        self._items[key] = (value, task)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return value
 
 
 def scene_bodies(scene: Scene) -> int:
@@ -207,8 +229,8 @@ class PhyreOneBallEnv(gym.Env):
         low = -1.0 if o.action_range == "symmetric" else 0.0
         self.action_space = spaces.Box(low, 1.0, (3,), np.float32) if bins is None else spaces.Discrete(bins**3)
 
-        self._initial: OrderedDict[Any, tuple[Scene, Trace, np.ndarray, tuple[str, ...], EpisodeScene]] = OrderedDict()
-        self._left_alone: OrderedDict[Any, tuple[Trace, EpisodeScene]] = OrderedDict()
+        self._initial = TaskCache()  # (scene, trace, observation, body names) per task
+        self._left_alone = TaskCache()  # the task's rollout without the red ball
         self.task: EpisodeScene | None = None
         self.scene: Scene | None = None
         self.initial_trace: Trace | None = None
@@ -243,21 +265,14 @@ class PhyreOneBallEnv(gym.Env):
         """The scene and its state before the action (a zero-step rollout without
         the red ball) with its observation and the body names of its rollouts;
         cached per task (scenes are not mutated)."""
-        key = task.key if task.scene is None else ("scene", id(task.scene))
-        cached = self._initial.get(key)
-        if cached is not None:
-            self._initial.move_to_end(key)
-        else:
-            scene = task.build()
-            trace = simulate(scene, None, max_steps=0).trace
-            assert trace is not None
-            bodies = tuple(trace.names) + ((AGENT_NAME,) if AGENT_NAME not in trace.names else ())
-            # the task is kept so a purpose-built scene's id cannot be reused while cached
-            cached = (scene, trace, self._observe(trace, 0), bodies, task)
-            self._initial[key] = cached
-            if len(self._initial) > INITIAL_CACHE:
-                self._initial.popitem(last=False)
-        return cached[0], cached[1], cached[2], cached[3]
+        return self._initial.get(task, lambda: self._initial_of(task))
+
+    def _initial_of(self, task: EpisodeScene) -> tuple[Scene, Trace, np.ndarray, tuple[str, ...]]:
+        scene = task.build()
+        trace = simulate(scene, None, max_steps=0).trace
+        assert trace is not None
+        bodies = tuple(trace.names) + ((AGENT_NAME,) if AGENT_NAME not in trace.names else ())
+        return scene, trace, self._observe(trace, 0), bodies
 
     def left_alone_trace(self) -> Trace:
         """The current task's rollout with no action (the scene without the red
@@ -265,17 +280,14 @@ class PhyreOneBallEnv(gym.Env):
         leaves the world to do. Cached per task."""
         if self.scene is None or self.task is None:
             raise gym.error.ResetNeeded("call reset() before left_alone_trace()")
-        key = self.task.key if self.task.scene is None else ("scene", id(self.task.scene))
-        cached = self._left_alone.get(key)
-        if cached is not None:
-            self._left_alone.move_to_end(key)
-            return cached[0]
-        trace = simulate(self.scene, None, **self.sim_kwargs).trace
-        assert trace is not None
-        self._left_alone[key] = (trace, self.task)
-        if len(self._left_alone) > INITIAL_CACHE:
-            self._left_alone.popitem(last=False)
-        return trace
+        scene = self.scene
+
+        def rollout() -> Trace:
+            trace = simulate(scene, None, **self.sim_kwargs).trace
+            assert trace is not None
+            return trace
+
+        return self._left_alone.get(self.task, rollout)
 
     def _continuous_action(self, action: Any) -> tuple[np.ndarray | None, str | None]:
         """(x, y, r) floats, or None and why the action is invalid. Raises on malformed actions."""

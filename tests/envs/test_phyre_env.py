@@ -204,6 +204,15 @@ def test_an_invalid_action_is_scored_as_the_world_left_alone():
     expect = RewardProgram.coerce(program, None).evaluate(None, alone)
     assert 0.0 < r == pytest.approx(expect.score) == info["program_score"]
     assert not info["is_success"]
+    # the task's left-alone rollout is simulated, checked and scored once, however often it is asked for
+    assert env.unwrapped.left_alone_trace() is env.unwrapped.left_alone_trace()
+    calls = []
+    for name in ("check_bodies", "evaluate"):
+        real = getattr(env.program, name)
+        setattr(env.program, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
+    env.reset(seed=0, options={"template": "00000", "variant": 3})
+    _, r2, _, _, info2 = env.step(np.array([1.5, 0.5, 0.5], np.float32))
+    assert calls == [] and r2 == r and info2["program_score"] == info["program_score"]
     zero = RewardProgramWrapper(make(), program, invalid="zero")
     zero.reset(seed=0, options={"template": "00000", "variant": 3})
     assert zero.step(np.array([1.5, 0.5, 0.5], np.float32))[1] == 0.0
