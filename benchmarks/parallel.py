@@ -97,12 +97,15 @@ def report(title: str, best: dict[str, tuple[float, float, Any]], n: int, unit: 
 
 
 def side_by_side(best: dict[str, tuple[float, float, Any]], trees: list[str], n: int) -> None:
-    """The headline: -j 2 / -j 1 of the library call and of each command, from the same rounds."""
+    """The headline: -j 2 / -j 1 of the library call and of each command, from the same rounds;
+    the CPU seconds (this process and every process it waited for) show the extra work of
+    -j 2 whatever the neighbours' load does to the wall times."""
     print(f"\n== -j 2 / -j 1 on {n} traces, side by side  ({machine_line()})")
-    print(f"  {'':22s} {'-j 1 (s)':>9s} {'-j 2 (s)':>9s} {'speed-up':>9s}")
-    for label, key in (("annotate_many (library)", "local"), *((f"simpatterns annotate ({t})", t) for t in trees)):
-        one, two = best[f"{key} -j 1"][0], best[f"{key} -j 2"][0]
-        print(f"  {label:22s} {one:9.2f} {two:9.2f} {one / two:8.2f}x")
+    print(f"  {'':34s} {'-j 1 s':>7s} {'-j 2 s':>7s} {'speed-up':>9s} {'CPU -j 1':>9s} {'CPU -j 2':>9s}")
+    rows = (("annotate_many (library call)", "local"), *((f"simpatterns annotate ({t})", t) for t in trees))
+    for label, key in rows:
+        (one, cpu1, _), (two, cpu2, _) = best[f"{key} -j 1"], best[f"{key} -j 2"]
+        print(f"  {label:34s} {one:7.2f} {two:7.2f} {one / two:8.2f}x {cpu1:8.2f}s {cpu2:8.2f}s")
 
 
 def main() -> None:
