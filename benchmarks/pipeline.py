@@ -16,9 +16,9 @@ local cluster (``ray.init(num_cpus=2)``). Printed: throughput per core-second
 where they can be counted (this process and its pool workers), where the time goes
 per stage (CPU seconds of each stage, summed over the rollouts, in the worker that
 ran it), the peak memory (``ru_maxrss``) of this process and of the workers, and
-Ray's cost per task (``--tasks`` no-op tasks one at a time on 2 actors) and to start
-its actors. Runs are interleaved rep by rep, best wall time kept; the pool is timed
-before Ray starts (Ray's threads would make the pool start its workers through a
+the cost of one task and of starting 2 workers, on the pool and on Ray (``--tasks``
+no-op tasks one at a time), and what a rollout ships each way. Runs are interleaved rep by
+rep, best wall time kept; the pool is timed before Ray starts (Ray's threads would make the pool start its workers through a
 fork server), then inline again beside Ray as its baseline.
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import pickle
 import resource
 import sys
 import time
@@ -68,10 +69,11 @@ def noop(item: int) -> int:
     return item
 
 
-def ray_task_cost(tasks: int) -> tuple[float, float]:
-    """(seconds to start 2 actors and get a first result, wall seconds per task x 2 actors)."""
+def task_cost(tasks: int, backend: Backend | None = None) -> tuple[float, float]:
+    """(seconds to start 2 workers and get a first result, wall seconds per task x 2 workers)
+    of no-op tasks sent one at a time."""
     t0 = time.perf_counter()
-    with make_executor(2, backend=Backend("ray")) as ex:
+    with make_executor(2, backend=backend) as ex:
         ex.map(noop, [0, 1], chunksize=1)
         started = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -84,7 +86,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", type=int, default=100, help="variants per template (100: 2,500 rollouts)")
     ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--tasks", type=int, default=400, help="no-op Ray tasks timed for the per-task cost")
+    ap.add_argument("--tasks", type=int, default=400, help="no-op tasks timed for the cost of one task (pool and Ray)")
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
 
@@ -104,13 +106,14 @@ def main() -> None:
     best = timed({"inline": lambda: run_pipeline(items), "pool -j 2": lambda: run_pipeline(items, workers=2)},
                  args.reps)
     ray_best: dict[str, tuple[float, float, Any]] = {}
+    pool_cost = task_cost(args.tasks)  # before Ray's threads (see above)
     ray_cost = None
     try:
         if ray_ok:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
             ray_best = timed({"inline (beside Ray)": lambda: run_pipeline(items),
                               "ray -j 2": lambda: run_pipeline(items, workers=2, backend=Backend("ray"))}, args.reps)
-            ray_cost = ray_task_cost(args.tasks)
+            ray_cost = task_cost(args.tasks, Backend("ray"))
     finally:
         if ray_ok:
             ray.shutdown()
@@ -135,6 +138,10 @@ def main() -> None:
                   f"{group[ref][0] / wall:8.2f}x {cpu_txt} {peak:9.0f} MB")
     print(f"  peak memory of this process (all runs, every result kept): {parent_rss_mb:.0f} MB; "
           "inline's 'worker' is this process")
+    sent = sum(len(pickle.dumps(it)) for it in items) / n
+    back = sum(len(pickle.dumps(o)) for o in base.outcomes) / n
+    print(f"  pickled per rollout: {sent:.0f} bytes sent to a worker, {back / 1024:.1f} kB back "
+          "(most of it the candidate questions)")
 
     print(f"\n== where the time goes (CPU seconds in the process that ran each stage)  ({machine_line()})")
     others = {"pool -j 2": best["pool -j 2"][2].stage_seconds(),
@@ -155,10 +162,10 @@ def main() -> None:
     print(f"  outside the stages (start-up, shipping results, the pool): inline {cpu1 - total:.2f} s CPU, "
           f"pool -j 2 {cpu2 - sum(stages_pool.values()):.2f} s CPU (parent + workers)")
     print(f"  CPU seconds, pool -j 2 / inline: {cpu2 / cpu1:.2f} (1.00 = no extra work)")
-    if ray_cost:
-        started, per_task = ray_cost
-        print(f"\n== Ray's own cost: 2 actors started and answering in {started:.2f} s; "
-              f"{1e3 * per_task:.2f} ms per task (no-op tasks one at a time, x 2 actors)")
+    print(f"\n== cost of a task (no-op tasks one at a time on 2 workers; per task x 2 workers)  ({machine_line()})")
+    for name, cost in (("local pool", pool_cost), ("Ray actors", ray_cost)):
+        if cost:
+            print(f"  {name:10s}: started and answering in {cost[0]:.2f} s; {1e3 * cost[1]:.2f} ms per task")
 
 
 if __name__ == "__main__":
