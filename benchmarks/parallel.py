@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import simpatterns
 from simpatterns.annotate.annotator import annotate_many
 from simpatterns.detectors.library import PatternLibrary
 from simpatterns.parallel import Backend
@@ -141,8 +142,10 @@ def main() -> None:
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
+    this_tree = str(Path(simpatterns.__file__).resolve().parents[1])  # the code this process imported
+
     def command(*argv: str, src: str | None = None) -> Callable[[], int]:
-        run_env = env if src is None else {**env, "PYTHONPATH": os.pathsep.join([src, env.get("PYTHONPATH", "")])}
+        run_env = {**env, "PYTHONPATH": os.pathsep.join([src or this_tree, env.get("PYTHONPATH", "")])}
 
         def go() -> int:
             # cwd: not the checkout, which ``-m`` would put ahead of PYTHONPATH
