@@ -33,7 +33,7 @@ import os
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from simpatterns.annotate.phases import (
     TRACE_ERROR_KEY,
@@ -159,19 +159,23 @@ def _load(item: Trace | str) -> Trace:
     return item if isinstance(item, Trace) else Trace.load(item)
 
 
-def _annotate_item(library: PatternLibrary, job: tuple[Trace | str, str, str, str | None]) -> Annotation:
+def _annotate_item(library: PatternLibrary,
+                   job: tuple[Trace | str, str, str, str | None, Callable[[Annotation], Any] | None]) -> Any:
     """A whole trace through a trusted-only library (in a worker, or in this process),
-    saved where it is made when a path is given (the parent does not write it)."""
-    item, trace_id, on_error, save_path = job
+    saved where it is made when a path is given (the parent does not write it), and
+    reduced there by ``summary`` when given (less to send back)."""
+    item, trace_id, on_error, save_path, summary = job
     try:
         trace = _load(item)
     except TraceFormatError as exc:
         if on_error == "raise":
             raise
-        return unreadable(trace_id, library.order(), exc)
-    state = TraceState(trace, trace_id)
-    run_trusted_phase(state, library, library.order())
-    return _saved(state.annotation(library.order()), save_path)
+        ann = unreadable(trace_id, library.order(), exc)
+    else:
+        state = TraceState(trace, trace_id)
+        run_trusted_phase(state, library, library.order())
+        ann = _saved(state.annotation(library.order()), save_path)
+    return ann if summary is None else summary(ann)
 
 
 def _saved(annotation: Annotation, path: str | None) -> Annotation:
@@ -201,7 +205,8 @@ def annotate_iter(
     sandbox: SandboxPolicy | None = None,
     save_to: Sequence[str | os.PathLike] | None = None,
     backend: Backend | None = None,
-) -> Iterator[tuple[int, Annotation]]:
+    summary: Callable[[Annotation], Any] | None = None,
+) -> Iterator[tuple[int, Any]]:
     """Annotate many traces (objects or ``.npz`` paths), yielding ``(index, annotation)``
     as each trace is done (with ``workers > 1`` not necessarily in input order).
 
@@ -213,7 +218,10 @@ def annotate_iter(
     naming the file. The arguments are checked, and the AST gate has
     looked at every untrusted detector, when this is called (a rejection raises
     `LibraryError` before anything runs). Stopping the iteration (or Ctrl-C) stops
-    the workers; the annotations already yielded are complete.
+    the workers; the annotations already yielded are complete. ``summary`` (a picklable
+    function of an annotation) is applied where each annotation is made and its result
+    yielded instead: a caller that saved the annotations and needs only a few numbers
+    back spares the pickling of every event.
     """
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error must be 'raise' or 'record', got {on_error!r}")
@@ -231,18 +239,21 @@ def annotate_iter(
     # started here, not on the first result: a local pool forks now, before the caller's
     # progress bar starts a thread (forking a threaded process needs a slow fork server)
     executor = make_executor(workers, _library_setup(library, workers, backend), backend=backend)
-    return _run(items, ids, paths, library, executor, on_error, sandbox or DEFAULT_POLICY)
+    return _run(items, ids, paths, library, executor, on_error, sandbox or DEFAULT_POLICY, summary)
 
 
 def _run(items: list[Trace | str], ids: list[str], paths: list[str | None], library: PatternLibrary,
-         executor: Executor, on_error: str, policy: SandboxPolicy) -> Iterator[tuple[int, Annotation]]:
+         executor: Executor, on_error: str, policy: SandboxPolicy,
+         summary: Callable[[Annotation], Any] | None) -> Iterator[tuple[int, Any]]:
     phases = plan_phases(library)
     with executor:
         if len(phases) == 1 and phases[0][0]:  # trusted only: each trace is one job
-            yield from executor.imap(_annotate_item, [(it, ids[i], on_error, paths[i]) for i, it in enumerate(items)])
+            yield from executor.imap(_annotate_item, [(it, ids[i], on_error, paths[i], summary)
+                                                      for i, it in enumerate(items)])
         else:
             for i, ann in _batched(items, ids, library, phases, executor, on_error, policy):
-                yield i, _saved(ann, paths[i])
+                ann = _saved(ann, paths[i])
+                yield i, ann if summary is None else summary(ann)
 
 
 def _batched(items: list[Trace | str], ids: list[str], library: PatternLibrary, phases: list[Phase],

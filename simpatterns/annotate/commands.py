@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from simpatterns.cli_support import executor_options, fail, interrupted, new_table, note, print_table, warn
+from simpatterns.cli_support import add_rows, executor_options, fail, interrupted, new_table, note, print_table, warn
 from simpatterns.cli_support import out as console
 from simpatterns.parallel import LOCAL, Backend
 
@@ -44,7 +44,7 @@ def annotate_cmd(
     from simpatterns.annotate.run import COLUMNS, AnnotateError, Extras, annotate_paths
     from simpatterns.annotate.sandboxed import SandboxPolicy
     from simpatterns.detectors.library import LibraryError
-    from simpatterns.sandbox.pool import SandboxRefused
+    from simpatterns.sandbox.reasons import SandboxRefused
 
     lib = _open_library(library, trust_evolved)
     untrusted = lib.untrusted_labels()
@@ -66,8 +66,7 @@ def annotate_cmd(
     elif report.rows:  # every annotation up to date: the note above says so, no empty table
         table = new_table(f"{len(report.files)} trace(s), {len(lib)} patterns", COLUMNS,
                           right=("frames", "events", "patterns fired", "ms", "errors"))
-        for i in sorted(report.rows):
-            table.add_row(*report.rows[i].cells())
+        add_rows(table, [report.rows[i].cells() for i in sorted(report.rows)])
         print_table(table)
     note(f"annotations -> {out if out else 'beside the traces'}")
     if report.exit_code:

@@ -76,6 +76,24 @@ class RenderJob:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What the command keeps of one annotation: the worker that saved it sends this
+    back instead of its events (`annotate_iter`'s ``summary``)."""
+
+    frames: int
+    events: int
+    fired: int
+    patterns: int
+    ms: float
+    errors: dict[str, str]
+
+    @classmethod
+    def of(cls, ann: Annotation) -> Outcome:
+        return cls(ann.num_frames, ann.num_events, sum(1 for p in ann.patterns if ann.pattern_events.get(p)),
+                   len(ann.patterns), 1000 * sum(ann.timings.values()), dict(ann.errors))
+
+
+@dataclass(frozen=True)
 class TraceRow:
     """One annotated trace: its frames, events, patterns that fired (of all), the
     detectors' milliseconds and its detector errors."""
@@ -234,7 +252,7 @@ def annotate_paths(
     started_ns = time.time_ns() - _CLOCK_MARGIN_NS
     # the sandbox's AST gate looks at every untrusted detector here, before any runs
     done = annotate_iter([files[i] for i in todo], library, workers=workers, on_error="record", sandbox=sandbox,
-                         save_to=targets, backend=backend)
+                         save_to=targets, backend=backend, summary=Outcome.of)
     renders = [RenderJob(files[i], *destination(files[i]), extras) for i in sorted(set(range(len(files))) - set(todo))
                if extras.wanted and extras.missing(*destination(files[i]))]
     with ProgressBar("annotating", len(todo), enabled=progress and len(todo) > 1) as bar:
@@ -262,23 +280,24 @@ def annotate_paths(
     return report
 
 
-def _collect(done: Iterator[tuple[int, Annotation]], todo: list[int], files: list[Path],
+def _collect(done: Iterator[tuple[int, Outcome]], todo: list[int], files: list[Path],
              destination: Callable[[Path], tuple[Path, str]], extras: Extras, report: AnnotateReport,
              bar: ProgressBar, say: Callable[[str], None], show_text: Callable[[str], None]) -> list[RenderJob]:
     """Take the annotations as they come into ``report``; the extras of several traces
     are rendered afterwards (returned), those of a single trace here."""
     renders = []
-    for j, ann in done:
+    for j, got in done:
         i = todo[j]
         file = files[i]
         dest_dir, stem = destination(file)
-        if TRACE_ERROR_KEY in ann.errors:
+        if TRACE_ERROR_KEY in got.errors:
             report.unreadable += 1
-            say(f"unreadable {ann.errors[TRACE_ERROR_KEY]}")
+            say(f"unreadable {got.errors[TRACE_ERROR_KEY]}")
             bar.advance()
             continue
         if extras.wanted and len(files) == 1:
             try:
+                ann = Annotation.load(annotation_file(dest_dir, stem))  # as saved a moment ago
                 text = write_extras(file, ann, dest_dir, stem, extras)
             except OSError as exc:
                 raise _write_error(dest_dir, exc) from None
@@ -287,10 +306,8 @@ def _collect(done: Iterator[tuple[int, Annotation]], todo: list[int], files: lis
         elif extras.wanted:
             renders.append(RenderJob(file, dest_dir, stem, extras))
         bar.advance()
-        report.rows[i] = TraceRow(file, ann.num_frames, len(ann.events),
-                                  sum(1 for p in ann.patterns if ann.pattern_events.get(p)), len(ann.patterns),
-                                  1000 * sum(ann.timings.values()), len(ann.errors))
-        report.failed += bool(ann.errors)
-        for msg in ann.errors.values():
+        report.rows[i] = TraceRow(file, got.frames, got.events, got.fired, got.patterns, got.ms, len(got.errors))
+        report.failed += bool(got.errors)
+        for msg in got.errors.values():
             say(f"detector error {msg}")
     return renders

@@ -42,8 +42,9 @@ import hashlib
 import math
 import threading
 import types
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -335,7 +336,7 @@ def check_imports(candidate: Candidate | str, filename: str = "<detector>") -> N
         tree, filename = parse_source(candidate, filename), filename
     else:
         tree, filename = candidate.tree, candidate.filename
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         mods: list[str] = []
         if isinstance(node, ast.Import):
             mods = [a.name for a in node.names]
@@ -347,6 +348,20 @@ def check_imports(candidate: Candidate | str, filename: str = "<detector>") -> N
                     f"import of {m!r} is not allowed; detectors may import only numpy and math",
                     f"{filename}:{node.lineno}", "import",
                 )
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that hold statements, in `ast.walk`'s order: an import is a
+    statement, and no statement sits inside an expression, so the expressions (most of a
+    detector's nodes, most of the time a full walk took) are not visited."""
+    queue = deque([tree])
+    while queue:
+        node = queue.popleft()
+        yield node
+        queue.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _BLOCKS))
 
 
 def _candidate(source: str | Candidate, filename: str) -> Candidate:

@@ -5,7 +5,8 @@ contract, which it enforces, and below `annotate` and `evolve`, which use it:
 
 - `gate`: the AST gate, a cheap static filter that names why it rejects
   (`check_candidate`, `check_candidate_tree`, `check_untrusted` for a library);
-- `reasons`: the rejection codes (`Reason`, `Rejected`);
+- `reasons`: the rejection codes (`Reason`, `Rejected`), and the machinery's own
+  errors (`SandboxError`, `SandboxRefused`: catchable without importing `pool`);
 - `pool`: `Sandbox`, a pool of fork servers holding a job's traces, which runs
   a `Candidate` (or an untrusted `Detector`) in a confined child and checks
   what it returns (`SandboxResult`);

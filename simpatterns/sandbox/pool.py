@@ -42,12 +42,11 @@ import numpy as np
 
 from simpatterns.annotation import EventList
 from simpatterns.detectors.contract import Candidate, Declarations, Detector
-from simpatterns.errors import SimpatternsError
 from simpatterns.sandbox import reasons as R
 from simpatterns.sandbox.events import check_plain_events
 from simpatterns.sandbox.kernel import Protection
 from simpatterns.sandbox.limits import SandboxLimits
-from simpatterns.sandbox.reasons import Reason
+from simpatterns.sandbox.reasons import Reason, SandboxError, SandboxRefused
 from simpatterns.sandbox.server import HEADER
 from simpatterns.trace import Trace
 
@@ -99,14 +98,6 @@ class SandboxResult:
     @property
     def ok(self) -> bool:
         return self.reason is None
-
-
-class SandboxError(SimpatternsError, RuntimeError):
-    """The sandbox machinery itself failed (not a candidate's fault)."""
-
-
-class SandboxRefused(SandboxError):
-    """This machine gives less than the stated minimum and the user did not pass --unsafe-sandbox."""
 
 
 class SandboxWorker:

@@ -130,3 +130,12 @@ class Rejected(SimpatternsError):
     def __init__(self, code: str, detail: str = ""):
         self.reason = Reason(code, detail)
         super().__init__(self.reason.short())
+
+
+# here, not in `pool`, so a command can catch them without importing the sandbox's machinery
+class SandboxError(SimpatternsError, RuntimeError):
+    """The sandbox machinery itself failed (not a candidate's fault)."""
+
+
+class SandboxRefused(SandboxError):
+    """This machine gives less than the stated minimum and the user did not pass --unsafe-sandbox."""

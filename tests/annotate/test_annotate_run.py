@@ -38,8 +38,12 @@ def test_annotates_skips_what_is_up_to_date_and_redoes_with_force(traces_dir, tm
     again = annotate_paths(traces_dir, lib, out=tmp_path, log=lines.append)
     assert again.skipped == 2 and not again.rows
     assert lines == ["2 of 2 annotation(s) up to date, skipped (--force redoes them)"]
+    kept = {p: Annotation.load(p) for p in tmp_path.rglob("*.annotation.jsonl")}
     forced = annotate_paths(traces_dir, lib, out=tmp_path, force=True, workers=2)
     assert len(forced.rows) == 2 and forced.skipped == 0
+    # 2 workers write the same files and send back the same rows (bar the detectors' times)
+    assert all(Annotation.load(p).equals(a) for p, a in kept.items()) and len(kept) == 2
+    assert all(forced.rows[i].cells()[:4] == first.rows[i].cells()[:4] for i in first.rows)
 
 
 def test_extras_are_rendered_also_for_skipped_traces(traces_dir, tmp_path):

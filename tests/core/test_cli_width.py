@@ -169,3 +169,34 @@ def test_qa_eval_table_fits_80_without_folding_a_word(folder):
     words = res.stdout.split()
     for key in ("condition", "objects", "annotation", "identification", "prediction"):
         assert key in words, res.stdout  # whole, not folded over two lines
+
+
+@pytest.mark.parametrize("width", [200, 80, 40])
+def test_rows_stacked_into_one_print_as_added_one_by_one(width):
+    """`add_rows` (the annotate summary's hundreds of rows as one row of multi-line cells)
+    prints the same characters as rows added one by one, styles and a narrow terminal included."""
+    import io
+
+    from rich.console import Console
+
+    from simpatterns.cli_support import add_rows, new_table, print_table
+
+    rows = [
+        (f"runs/ds/T{k:05d}_V000_random{k}.npz", str(1000 - 7 * k), str(k % 4), f"{k % 3}/30", "", "-")
+        for k in range(12)
+    ]
+    printed = []
+    for stacked in (False, True):
+        table = new_table(
+            "12 trace(s)", ("trace", "frames", "events", "fired", "note", "errors"), right=("frames", "events")
+        )
+        if stacked:
+            add_rows(table, rows)
+            assert len(table.rows) == 1
+        else:
+            for row in rows:
+                table.add_row(*row)
+        console = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="truecolor")
+        print_table(table, console)
+        printed.append(console.file.getvalue())
+    assert printed[0] == printed[1] and "T00011_V000_random11.npz" in printed[0]

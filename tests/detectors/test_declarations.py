@@ -238,3 +238,21 @@ def test_one_label_normaliser():
     assert contract.normalize_label is normalize_label
     for s in ("Lever_Launch ", "GREEN  ball", "a_b_c", ""):
         assert normalize_text(s) == normalize_label(s)
+
+
+def test_an_import_anywhere_among_the_statements_is_refused_the_first_as_a_full_walk_finds_it():
+    """`check_imports` looks only at statements (expressions cannot hold an import): nested
+    in a function, a ``try``'s handler or a ``match`` case it is still found, and with two
+    the one `ast.walk` meets first is named."""
+    nested = ("def helper(x):\n    try:\n        pass\n    except ValueError:\n        import os\n"
+              "    match x:\n        case 1:\n            from subprocess import run\n    return x\n"
+              "import json\n")
+    source = src([], nested)
+    with pytest.raises(DetectorError, match=r"'json' is not allowed") as err:
+        load_detector(source, "nested.py")
+    line = source.splitlines().index("import json") + 1
+    assert f"nested.py:{line}:" in str(err.value)  # the top-level import comes first breadth-first
+    with pytest.raises(DetectorError, match=r"'os' is not allowed"):
+        untrusted_detector(src([], nested.replace("import json\n", "")), "nested.py")
+    for mod in ("math", "numpy.linalg"):
+        load_detector(src([], f"def helper(x):\n    import {mod}\n    return x\n"), "ok.py")
