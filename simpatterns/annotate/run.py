@@ -76,7 +76,7 @@ class RenderJob:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AnnotationSummary:
     """What the command keeps of one annotation: the worker that saved it sends this
     back instead of its events (`annotate_iter`'s ``summary``)."""
 
@@ -88,7 +88,7 @@ class Outcome:
     errors: dict[str, str]
 
     @classmethod
-    def of(cls, ann: Annotation) -> Outcome:
+    def of(cls, ann: Annotation) -> AnnotationSummary:
         return cls(ann.num_frames, ann.num_events, sum(1 for p in ann.patterns if ann.pattern_events.get(p)),
                    len(ann.patterns), 1000 * sum(ann.timings.values()), dict(ann.errors))
 
@@ -252,7 +252,7 @@ def annotate_paths(
     started_ns = time.time_ns() - _CLOCK_MARGIN_NS
     # the sandbox's AST gate looks at every untrusted detector here, before any runs
     done = annotate_iter([files[i] for i in todo], library, workers=workers, on_error="record", sandbox=sandbox,
-                         save_to=targets, backend=backend, summary=Outcome.of)
+                         save_to=targets, backend=backend, summary=AnnotationSummary.of)
     renders = [RenderJob(files[i], *destination(files[i]), extras) for i in sorted(set(range(len(files))) - set(todo))
                if extras.wanted and extras.missing(*destination(files[i]))]
     with ProgressBar("annotating", len(todo), enabled=progress and len(todo) > 1) as bar:
@@ -280,7 +280,7 @@ def annotate_paths(
     return report
 
 
-def _collect(done: Iterator[tuple[int, Outcome]], todo: list[int], files: list[Path],
+def _collect(done: Iterator[tuple[int, AnnotationSummary]], todo: list[int], files: list[Path],
              destination: Callable[[Path], tuple[Path, str]], extras: Extras, report: AnnotateReport,
              bar: ProgressBar, say: Callable[[str], None], show_text: Callable[[str], None]) -> list[RenderJob]:
     """Take the annotations as they come into ``report``; the extras of several traces
