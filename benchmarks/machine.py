@@ -12,9 +12,16 @@ probe times are not comparable; ratios measured in the same run still are.
 from __future__ import annotations
 
 import os
+import resource
 import time
 
 import numpy as np
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the local pool's workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def speed_probe_ms() -> float:

@@ -40,7 +40,6 @@ import argparse
 import gc
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -55,14 +54,8 @@ from simpatterns.detectors.library import PatternLibrary
 from simpatterns.parallel import Backend
 from simpatterns.simulators.dataset import build_dataset, plan_jobs
 from simpatterns.simulators.phyre import TEMPLATES
-from machine import machine_line
+from machine import cpu_s, machine_line
 
-
-
-def cpu_s() -> float:
-    """CPU seconds of this process and its reaped children (the local pool's workers)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def run(configs: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, float, Any]]:

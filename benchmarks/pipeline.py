@@ -32,17 +32,11 @@ import sys
 import time
 from typing import Any, Callable
 
-from machine import machine_line
+from machine import cpu_s, machine_line
 
 from simpatterns.parallel import Backend, make_executor
 from simpatterns.qa.pipeline import SHIPPED_GOALS, STAGES, PipelineReport, pipeline_items, run_pipeline
 from simpatterns.simulators.phyre import TEMPLATES
-
-
-def cpu_s() -> float:
-    """CPU seconds of this process and its reaped children (the local pool's workers)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def timed(configs: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, float, Any]]:
