@@ -20,7 +20,7 @@ from simpatterns.llm import LLMError, make_client
 
 pytestmark = pytest.mark.local_llm
 
-SPEC = os.environ.get("SIMPATTERNS_AGENTS_LOCAL_LLM", "local")
+SPEC = os.environ.get("SIMPATTERNS_AGENTS_LOCAL_LLM", "local?n_batch=128")  # attempts share most of their prompt
 MODEL = os.environ.get("SIMPATTERNS_AGENTS_LOCAL_MODEL", "smollm2-135m")
 
 

@@ -19,7 +19,7 @@ from simpatterns.qa.scoring import find
 
 pytestmark = pytest.mark.local_llm
 
-SPEC = os.environ.get("SIMPATTERNS_QA_LOCAL_LLM", "local")
+SPEC = os.environ.get("SIMPATTERNS_QA_LOCAL_LLM", "local?n_batch=128")  # questions share most of their prompt
 MODEL = os.environ.get("SIMPATTERNS_QA_LOCAL_MODEL", "smollm2-135m")
 
 
