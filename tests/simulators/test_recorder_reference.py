@@ -144,3 +144,32 @@ def test_merge_contacts_equals_the_reference_on_any_rows():
         assert new.keys() == ref.keys()
         for name in ref:
             assert new[name].dtype == ref[name].dtype and new[name].tobytes() == ref[name].tobytes(), (trial, name)
+
+
+def test_static_bodies_go_back_after_a_run(cases, monkeypatch):
+    """The run sets static bodies aside (the per-step copy skips them); afterwards chipmunk lists
+    every body again, in its order, also when the run is cut short by an exception."""
+    tid, scene, action = next(c for c in cases if c[0] == "00013")  # 37 static bodies
+
+    def listed(world) -> list[int]:
+        ids, _ = physics._BatchRecorder(world.space, 1, 0).record_first()
+        return ids.tolist()
+
+    specs, world, _ = physics._place_agent(scene, action)
+    before = listed(world)
+    assert len(before) == len(specs)
+    physics._run(world, specs, scene, 20, stop_on_success=False)
+    assert listed(world) == before
+
+    def failing_damper(_bodies):
+        def damp() -> None:
+            raise KeyboardInterrupt
+
+        return damp
+
+    monkeypatch.setattr(physics, "damper", failing_damper)  # raises at the first damping, inside the loop
+    specs, world, _ = physics._place_agent(scene, action)
+    before = listed(world)
+    with pytest.raises(KeyboardInterrupt):
+        physics._run(world, specs, scene, 50, stop_on_success=False)
+    assert listed(world) == before

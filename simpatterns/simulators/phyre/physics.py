@@ -438,7 +438,7 @@ def _run(
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
     arb_ints, damp, count = recorder.arb_buf._int_arr, damper(dyn), arb_counts.append
-    body_buf, moving = recorder.body_buf, len(dyn)
+    body_buf, moving, damp_every = recorder.body_buf, len(dyn), DAMP_EVERY
     settled_frame: int | None = None
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
     try:
@@ -446,7 +446,7 @@ def _run(
             for k in range(1, max_steps + 1):
                 state["goal"] = False
                 cp_step(sp, DT)
-                if k % DAMP_EVERY == 0:
+                if k % damp_every == 0:
                     damp()
                 each_body(sp, body_fn, body_data)
                 each_arb(sp, arb_fn, arb_data)
