@@ -4,6 +4,8 @@ dtype, shape and bytes, the bodies, the events and the metadata, on every templa
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -64,14 +66,17 @@ def test_traces_equal_the_reference_on_every_template(cases):
 
 
 def test_options_equal_the_reference(cases):
-    """Stride, settling, runs longer than the recorder reserves for, no steps at all, and a scene
-    without the agent's ball."""
+    """Stride, settling, runs longer than the recorder reserves for, no steps at all, a scene
+    without the agent's ball, and one where no body moves."""
     for i, (tid, scene, action) in enumerate(cases[::9]):
         kwargs = [{"stride": 3}, {"stop_when_settled": True}, {"max_steps": 1200, "stop_on_success": False}][i % 3]
         new, ref = simulate(scene, action, **kwargs).trace, reference.simulate(scene, action, **kwargs).trace
         assert differences(new, ref) == [], (tid, kwargs)
     scene = cases[0][1]
     assert differences(simulate(scene, None).trace, reference.simulate(scene, None).trace) == []
+    still = dataclasses.replace(scene, bodies=[b for b in scene.bodies if not b.dynamic], goal=None)  # nothing moves
+    for kwargs in ({"stop_when_settled": True, "max_steps": 60}, {"max_steps": 5}):
+        assert differences(simulate(still, None, **kwargs).trace, reference.simulate(still, None, **kwargs).trace) == []
     assert (
         differences(
             simulate(scene, cases[0][2], max_steps=0).trace, reference.simulate(scene, cases[0][2], max_steps=0).trace
