@@ -654,18 +654,53 @@ def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse:
     # groups of three or more are ordered, by point, then normal, then impulse.
     big = counts >= 3
     if big.any():
-        at = np.flatnonzero(np.repeat(big, counts))
-        rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
-        order = np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip")))
-        p, q, impulse = p.copy(), q.copy(), impulse.copy()  # the caller's stay as they were
-        for column, group in zip((p, q, impulse), rows):
-            np.put(column, at, group.take(order, mode="clip"), mode="clip")
-    # reduceat along rows sums each column as it would alone (checked bit for bit)
-    total = np.add.reduceat(_as_xy(q), starts, axis=0)
-    norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
-    unit = np.divide(total, norm[:, None], out=np.zeros_like(total), where=(norm > 0)[:, None])  # zero stays zero
-    return _contact_columns(key[starts], n, np.add.reduceat(_as_xy(p), starts, axis=0) / counts[:, None], unit,
-                            np.add.reduceat(impulse, starts))
+        order = np.arange(key.size)  # rows in summing order
+        three = np.flatnonzero(counts == 3)  # a jar's three parts touching one body: nearly every big group
+        if three.size and _order_threes(order, starts[three], p, q, impulse):
+            big[three] = False
+        if big.any():
+            at = np.flatnonzero(np.repeat(big, counts))
+            rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
+            order[at] = at.take(np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip"))), mode="clip")
+        p, q, impulse = p.take(order, mode="clip"), q.take(order, mode="clip"), impulse.take(order, mode="clip")
+    # reduceat along rows sums each column in row order, as it would alone (checked bit for bit;
+    # a complex column's reduceat does not: it sums contiguous runs pairwise)
+    point, total = np.add.reduceat(_as_xy(p), starts, axis=0), np.add.reduceat(_as_xy(q), starts, axis=0)
+    point[:, 0] /= counts  # the mean point; column by column, as a [K, 1] divisor broadcasts slowly
+    point[:, 1] /= counts
+    tx, ty = total[:, 0], total[:, 1]
+    norm = np.sqrt(tx * tx + ty * ty)
+    unit = np.zeros_like(total)  # zero stays zero
+    moving = norm > 0
+    np.divide(tx, norm, out=unit[:, 0], where=moving)
+    np.divide(ty, norm, out=unit[:, 1], where=moving)
+    return _contact_columns(key[starts], n, point, unit, np.add.reduceat(impulse, starts))
+
+
+def _order_threes(order: np.ndarray, first: np.ndarray, p: np.ndarray, q: np.ndarray, impulse: np.ndarray) -> bool:
+    """Puts the rows of each group of three (from rows ``first``) in ``order`` sorted by point,
+    normal and impulse, as a stable `lexsort` would (the rows of a group in the same order, but
+    for rows equal in every value): each row's place is the number of rows it must follow,
+    from three comparisons of whole rows (a `lexsort` of five float keys costs several times
+    more). False, and nothing done, where a value is NaN (it compares with nothing)."""
+    at = first[:, None] + np.arange(3)
+    pp, qq, ii = p.take(at, mode="clip"), q.take(at, mode="clip"), impulse.take(at, mode="clip")
+    keys = (pp.real, pp.imag, qq.real, qq.imag, ii)  # compared in this order
+    if any(np.isnan(k).any() for k in keys):
+        return False
+
+    def after(i: int, j: int) -> np.ndarray:
+        """Where row i of a group sorts after row j."""
+        out = keys[-1][:, i] > keys[-1][:, j]
+        for k in keys[-2::-1]:
+            out = (k[:, i] > k[:, j]) | ((k[:, i] == k[:, j]) & out)
+        return out
+
+    a01, a02, a12 = after(0, 1), after(0, 2), after(1, 2)
+    # a row follows every row it sorts after, and every earlier row it does not sort before
+    place = np.column_stack((a01.astype(np.intp) + a02, 1 - a01 + a12, 2 - a02 - a12))
+    order[(first[:, None] + place).ravel()] = at.ravel()
+    return True
 
 
 def _as_pairs(xy: np.ndarray) -> np.ndarray:
