@@ -600,11 +600,12 @@ def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
     for i, (ia, ib, p, q) in enumerate(initial):  # frame 0's keys are 0 * n * n + a * n + b: they come first
         out_key[i], point[i], normal[i] = ia * n + ib, complex(*p), complex(*q)
     np.take(key, at, out=out_key[k0:], mode="clip")
-    np.take(pairs[2::3], at, out=point[k0:], mode="clip")
-    np.take(pairs[1::3], at, out=normal[k0:], mode="clip")
+    at3 = at * 3  # flat indices: a take from a strided column would copy the column first
+    np.take(pairs, at3 + 2, out=point[k0:], mode="clip")
+    np.take(pairs, at3 + 1, out=normal[k0:], mode="clip")
     np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at, mode="clip"))  # the normal points from a to b
     impulse = np.zeros(rows)
-    total = pairs[0::3].take(at, mode="clip")
+    total = pairs.take(at3, mode="clip")
     np.hypot(total.real, total.imag, out=impulse[k0:])
     return out_key, _as_xy(point), _as_xy(normal), impulse
 
