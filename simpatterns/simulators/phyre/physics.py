@@ -411,7 +411,7 @@ def _run(
     space = world.space
     n = len(specs)
     goal_a, goal_b = sorted(scene.goal) if scene.goal is not None else (-1, -1)
-    state = {"goal": False}
+    touches: list[bool] = []  # the goal pair's contacts in this step (post-solve callbacks append)
     if scene.goal is not None:
         for shape in world.bodies[goal_a].shapes:
             shape.collision_type = _GOAL_A_TYPE
@@ -419,7 +419,7 @@ def _run(
             shape.collision_type = _GOAL_B_TYPE
 
         def goal_touch(_arb: pymunk.Arbiter, _space: pymunk.Space, _data: object) -> None:
-            state["goal"] = True
+            touches.append(True)
 
         space.on_collision(_GOAL_A_TYPE, _GOAL_B_TYPE, post_solve=goal_touch)
 
@@ -431,9 +431,10 @@ def _run(
     space_ids, first = recorder.record_first()
     space.step(0.0)  # lets pymunk validate masses once; then the loop steps in C directly
     arb_counts = array("q", [0])  # int64 appends, read by numpy without a copy
-    run = 1 if goal_touch_now else 0
+    # the goal pair's current run of touching frames: its first and its last frame
+    run_start = last_touch = 0 if goal_touch_now else -2
     solved_frame: int | None = None
-    steps = 0
+    k = 0
     cp_step, sp = _lib.cpSpaceStep, space._space
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
@@ -443,28 +444,29 @@ def _run(
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
     try:
         with _static_bodies_aside(space, space_ids, world):
+            # per step, only what must be: a step without goal contact costs two checks
             for k in range(1, max_steps + 1):
-                state["goal"] = False
                 cp_step(sp, DT)
                 if k % damp_every == 0:
                     damp()
                 each_body(sp, body_fn, body_data)
                 each_arb(sp, arb_fn, arb_data)
                 count(arb_ints.num)
-                steps = k
-                if state["goal"]:
-                    run += 1
-                    if run >= SOLVE_STEPS and solved_frame is None:
+                if touches:
+                    touches.clear()
+                    if last_touch != k - 1:
+                        run_start = k
+                    last_touch = k
+                    if k - run_start + 1 >= SOLVE_STEPS and solved_frame is None:
                         solved_frame = k
                         if stop_on_success:
                             break
-                else:
-                    run = 0
-                    if stop_when_settled and k % SETTLE_FRAMES == 0 and _settled(body_buf, k, moving):
-                        settled_frame = k
-                        break
+                elif stop_when_settled and k % SETTLE_FRAMES == 0 and _settled(body_buf, k, moving):
+                    settled_frame = k
+                    break
     finally:
         space._locked = False
+    steps = k
     body_buf, arb_buf = recorder.body_buf, recorder.arb_buf
 
     T = steps + 1
