@@ -682,10 +682,11 @@ def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse:
 
 def _order_threes(order: np.ndarray, first: np.ndarray, p: np.ndarray, q: np.ndarray, impulse: np.ndarray) -> bool:
     """Puts the rows of each group of three (from rows ``first``) in ``order`` sorted by point,
-    normal and impulse, as a stable `lexsort` would (the rows of a group in the same order, but
-    for rows equal in every value): each row's place is the number of rows it must follow,
-    from three comparisons of whole rows (a `lexsort` of five float keys costs several times
-    more). False, and nothing done, where a value is NaN (it compares with nothing)."""
+    normal and impulse, in the order a stable `lexsort` gives: each row's place is the number
+    of rows it must follow (those it sorts after, and earlier ones it does not sort before),
+    from three comparisons of whole rows (a `lexsort`, with complex or five float keys, costs
+    several times more). False, and nothing done, where a value is NaN (it compares with
+    nothing)."""
     at = first[:, None] + np.arange(3)
     pp, qq, ii = p.take(at, mode="clip"), q.take(at, mode="clip"), impulse.take(at, mode="clip")
     keys = (pp.real, pp.imag, qq.real, qq.imag, ii)  # compared in this order
@@ -700,7 +701,6 @@ def _order_threes(order: np.ndarray, first: np.ndarray, p: np.ndarray, q: np.nda
         return out
 
     a01, a02, a12 = after(0, 1), after(0, 2), after(1, 2)
-    # a row follows every row it sorts after, and every earlier row it does not sort before
     place = np.column_stack((a01.astype(np.intp) + a02, 1 - a01 + a12, 2 - a02 - a12))
     order[(first[:, None] + place).ravel()] = at.ravel()
     return True
