@@ -2,6 +2,7 @@
 """Rollout throughput and memory: full-trace recording vs bare pymunk stepping.
 
     python benchmarks/rollouts.py [--reps 3] [--phyre /path/to/py39-with-phyre/bin/python]
+                                  [--baseline-physics FILE]
 
 Over the 25-template mix (one scene and one random valid action each), every
 run is 1000 steps (no early stop), measured in the same process and run:
@@ -14,7 +15,10 @@ run is 1000 steps (no early stop), measured in the same process and run:
   wrapper (the floor).
 
 - ``before``: the recorder as it was before issue 32's speed-up, frozen under
-  ``tests/simulators/phyre_recorder_reference.py`` (skipped where tests/ is absent).
+  ``tests/simulators/phyre_recorder_reference.py`` (skipped where tests/ is absent);
+- ``baseline`` (with ``--baseline-physics FILE``): the recorder of another commit, its
+  ``physics.py`` loaded on its own beside this tree's other modules, e.g.
+  ``git show dcd9a7e:simpatterns/simulators/phyre/physics.py > /tmp/physics_before.py``.
 
 They are interleaved rollout by rollout, so they see the same machine
 load; the load average and core count are printed. Reports rollouts/s on one core, the ratio
@@ -83,6 +87,17 @@ def reference_simulate():
     return phyre_recorder_reference.simulate
 
 
+def baseline_simulate(path: str):
+    """``simulate`` of the recorder in ``path`` (a physics.py), imported as a module of its own."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("physics_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.simulate
+
+
 def rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * 4096 / 1e6
@@ -143,6 +158,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--phyre", default=None, help="python of a venv with phyre==0.2.2 installed")
+    ap.add_argument("--baseline-physics", default=None, help="physics.py of an earlier commit, timed beside this one")
     args = ap.parse_args()
     cases = mix()
     simulate(*cases[0])  # warm-up
@@ -151,7 +167,12 @@ def main() -> None:
            lambda s, a: step_raw(s, a, MAX_STEPS), lambda s, a: simulate(s, a)]
     if before_simulate is not None:
         fns.append(lambda s, a: before_simulate(s, a, stop_on_success=False))
-    rec, bare, raw, early, *before = timed(fns, cases, args.reps)
+    if args.baseline_physics:
+        base_simulate = baseline_simulate(args.baseline_physics)
+        fns.append(lambda s, a: base_simulate(s, a, stop_on_success=False))
+    rec, bare, raw, early, *others = timed(fns, cases, args.reps)
+    before = others[:1] if before_simulate is not None else []
+    baseline = others[-1:] if args.baseline_physics else []
 
     peaks, nbytes = [], []
     for scene, a in cases:
@@ -173,6 +194,9 @@ def main() -> None:
     if before:
         print(f"before issue 32 / bare : {before[0] / bare:.3f}   (the frozen reference recorder, same run)")
         print(f"recorded / before      : {rec / before[0]:.3f}")
+    if baseline:
+        print(f"baseline / bare        : {baseline[0] / bare:.3f}   ({args.baseline_physics}, same run)")
+        print(f"recorded / baseline    : {rec / baseline[0]:.3f}")
     print(f"recorded, stop at success (PHYRE default): {1 / early:.1f} rollouts/s")
     print(f"peak memory per trace  : {np.mean(peaks) / 1e6:.2f} MB mean, {np.max(peaks) / 1e6:.2f} MB max "
           f"(Python heap, tracemalloc; trace arrays {np.mean(nbytes) / 1e6:.2f} MB mean)")

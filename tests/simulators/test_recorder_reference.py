@@ -4,6 +4,8 @@ dtype, shape and bytes, the bodies, the events and the metadata, on every templa
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -64,14 +66,17 @@ def test_traces_equal_the_reference_on_every_template(cases):
 
 
 def test_options_equal_the_reference(cases):
-    """Stride, settling, runs longer than the recorder reserves for, no steps at all, and a scene
-    without the agent's ball."""
+    """Stride, settling, runs longer than the recorder reserves for, no steps at all, a scene
+    without the agent's ball, and one where no body moves."""
     for i, (tid, scene, action) in enumerate(cases[::9]):
         kwargs = [{"stride": 3}, {"stop_when_settled": True}, {"max_steps": 1200, "stop_on_success": False}][i % 3]
         new, ref = simulate(scene, action, **kwargs).trace, reference.simulate(scene, action, **kwargs).trace
         assert differences(new, ref) == [], (tid, kwargs)
     scene = cases[0][1]
     assert differences(simulate(scene, None).trace, reference.simulate(scene, None).trace) == []
+    still = dataclasses.replace(scene, bodies=[b for b in scene.bodies if not b.dynamic], goal=None)  # nothing moves
+    for kwargs in ({"stop_when_settled": True, "max_steps": 60}, {"max_steps": 5}):
+        assert differences(simulate(still, None, **kwargs).trace, reference.simulate(still, None, **kwargs).trace) == []
     assert (
         differences(
             simulate(scene, cases[0][2], max_steps=0).trace, reference.simulate(scene, cases[0][2], max_steps=0).trace
@@ -144,3 +149,32 @@ def test_merge_contacts_equals_the_reference_on_any_rows():
         assert new.keys() == ref.keys()
         for name in ref:
             assert new[name].dtype == ref[name].dtype and new[name].tobytes() == ref[name].tobytes(), (trial, name)
+
+
+def test_static_bodies_go_back_after_a_run(cases, monkeypatch):
+    """The run sets static bodies aside (the per-step copy skips them); afterwards chipmunk lists
+    every body again, in its order, also when the run is cut short by an exception."""
+    tid, scene, action = next(c for c in cases if c[0] == "00013")  # 37 static bodies
+
+    def listed(world) -> list[int]:
+        ids, _ = physics._BatchRecorder(world.space, 1, 0).record_first()
+        return ids.tolist()
+
+    specs, world, _ = physics._place_agent(scene, action)
+    before = listed(world)
+    assert len(before) == len(specs)
+    physics._run(world, specs, scene, 20, stop_on_success=False)
+    assert listed(world) == before
+
+    def failing_damper(_bodies):
+        def damp() -> None:
+            raise KeyboardInterrupt
+
+        return damp
+
+    monkeypatch.setattr(physics, "damper", failing_damper)  # raises at the first damping, inside the loop
+    specs, world, _ = physics._place_agent(scene, action)
+    before = listed(world)
+    with pytest.raises(KeyboardInterrupt):
+        physics._run(world, specs, scene, 50, stop_on_success=False)
+    assert listed(world) == before

@@ -27,7 +27,8 @@ import math
 import threading
 from array import array
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pymunk
@@ -345,10 +346,11 @@ class _BatchRecorder:
     copy itself at 60 Hz x 1000 steps.
     """
 
-    def __init__(self, space: pymunk.Space, frames: int):
+    def __init__(self, space: pymunk.Space, frames: int, moving: int):
         self.body_buf, self.arb_buf = getattr(_spare, "buffers", None) or (_CBuffer(), _CBuffer())
         _spare.buffers = None
-        self.body_buf.clear(min(frames, MAX_STEPS + 1) * len(space.bodies) * 6)  # a longer run grows it
+        # frame 0 of every body, then the steps of the ``moving`` ones (a longer run grows it)
+        self.body_buf.clear(max(len(space.bodies), min(frames - 1, MAX_STEPS) * moving) * 6)
         self.arb_buf.clear()
         self._space = space._space
         self._body_data = self._descriptor(_BODY_FIELDS.value, self.body_buf)
@@ -364,11 +366,16 @@ class _BatchRecorder:
         data.intArray = buf._int_arr
         return data
 
-    def record_first(self) -> np.ndarray:
-        """Record frame 0, and return the body ids in the order pymunk records bodies."""
+    def record_first(self) -> tuple[np.ndarray, np.ndarray]:
+        """Frame 0 of every body: their ids and [n, 6] states, in the order pymunk records
+        bodies (dynamic ones first). The body buffer is then emptied for the steps, which
+        record the dynamic bodies only (`_static_bodies_aside`)."""
         data = self._descriptor(_BODY_FIELDS.value | pbatch.BodyFields.BODY_ID.value, self.body_buf)
         _lib.cpSpaceEachBody(self._space, self._body_fn, data)
-        return self.body_buf.ints()
+        ids = self.body_buf.ints()
+        first = np.frombuffer(self.body_buf.float_buf(), dtype=np.float64).reshape(ids.size, 6).copy()
+        self.body_buf.clear()  # keeps its room
+        return ids, first
 
     def release(self) -> None:
         """Hand the buffers to this thread's next recorder, once their data is copied out
@@ -404,7 +411,7 @@ def _run(
     space = world.space
     n = len(specs)
     goal_a, goal_b = sorted(scene.goal) if scene.goal is not None else (-1, -1)
-    state = {"goal": False}
+    touches: list[bool] = []  # the goal pair's contacts in this step (post-solve callbacks append)
     if scene.goal is not None:
         for shape in world.bodies[goal_a].shapes:
             shape.collision_type = _GOAL_A_TYPE
@@ -412,7 +419,7 @@ def _run(
             shape.collision_type = _GOAL_B_TYPE
 
         def goal_touch(_arb: pymunk.Arbiter, _space: pymunk.Space, _data: object) -> None:
-            state["goal"] = True
+            touches.append(True)
 
         space.on_collision(_GOAL_A_TYPE, _GOAL_B_TYPE, post_solve=goal_touch)
 
@@ -420,49 +427,52 @@ def _run(
     goal_touch_now = any(a == goal_a and b == goal_b for a, b, _, _ in initial)
 
     dyn = [world.bodies[i] for i in world.dynamic_index]
-    recorder = _BatchRecorder(space, max_steps + 1)
-    space_ids = recorder.record_first()
+    recorder = _BatchRecorder(space, max_steps + 1, len(dyn))
+    space_ids, first = recorder.record_first()
     space.step(0.0)  # lets pymunk validate masses once; then the loop steps in C directly
     arb_counts = array("q", [0])  # int64 appends, read by numpy without a copy
-    run = 1 if goal_touch_now else 0
+    # the goal pair's current run of touching frames: its first and its last frame
+    run_start = last_touch = 0 if goal_touch_now else -2
     solved_frame: int | None = None
-    steps = 0
+    k = 0
     cp_step, sp = _lib.cpSpaceStep, space._space
     each_body, body_fn, body_data = _lib.cpSpaceEachBody, recorder._body_fn, recorder._body_data
     each_arb, arb_fn, arb_data = _lib.cpSpaceEachCachedArbiter, recorder._arb_fn, recorder._arb_data
     arb_ints, damp, count = recorder.arb_buf._int_arr, damper(dyn), arb_counts.append
-    body_buf, n_space = recorder.body_buf, len(space.bodies)
+    body_buf, moving, damp_every = recorder.body_buf, len(dyn), DAMP_EVERY
     settled_frame: int | None = None
     space._locked = True  # as pymunk's step does: callbacks may not add/remove bodies
     try:
-        for k in range(1, max_steps + 1):
-            state["goal"] = False
-            cp_step(sp, DT)
-            if k % DAMP_EVERY == 0:
-                damp()
-            each_body(sp, body_fn, body_data)
-            each_arb(sp, arb_fn, arb_data)
-            count(arb_ints.num)
-            steps = k
-            if state["goal"]:
-                run += 1
-                if run >= SOLVE_STEPS and solved_frame is None:
-                    solved_frame = k
-                    if stop_on_success:
-                        break
-            else:
-                run = 0
-                if stop_when_settled and k % SETTLE_FRAMES == 0 and _settled(body_buf, k, n_space):
+        with _static_bodies_aside(space, space_ids, world):
+            # per step, only what must be: a step without goal contact costs two checks
+            for k in range(1, max_steps + 1):
+                cp_step(sp, DT)
+                if k % damp_every == 0:
+                    damp()
+                each_body(sp, body_fn, body_data)
+                each_arb(sp, arb_fn, arb_data)
+                count(arb_ints.num)
+                if touches:
+                    touches.clear()
+                    if last_touch != k - 1:
+                        run_start = k
+                    last_touch = k
+                    if k - run_start + 1 >= SOLVE_STEPS and solved_frame is None:
+                        solved_frame = k
+                        if stop_on_success:
+                            break
+                elif stop_when_settled and k % SETTLE_FRAMES == 0 and _settled(body_buf, k, moving):
                     settled_frame = k
                     break
     finally:
         space._locked = False
+    steps = k
     body_buf, arb_buf = recorder.body_buf, recorder.arb_buf
 
     T = steps + 1
-    # every body in pymunk's order, static ones included (they stay put), gathered into ours
-    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(T, n * 6)  # a view: copied before free
-    position, angle, velocity, angular_velocity = _gather_state(state, _space_columns(world.body_ids, space_ids))
+    # frame 0 of every body, then the dynamic bodies' steps (static ones stay put), in our order
+    moved = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(steps, moving * 6)  # copied before free
+    position, angle, velocity, angular_velocity = _gather_state(first, moved, _space_columns(world.body_ids, space_ids))
     key, point, normal, impulse = _contact_rows(arb_buf, np.frombuffer(arb_counts, dtype=np.int64), world.body_ids,
                                                 initial)
     recorder.release()
@@ -506,11 +516,33 @@ def _run(
     )
 
 
-def _settled(body_buf: _CBuffer, k: int, n_space: int) -> bool:
-    """All bodies slower than the settle thresholds over the last SETTLE_FRAMES frames."""
-    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(k + 1, n_space, 6)[-SETTLE_FRAMES:]
+def _settled(body_buf: _CBuffer, k: int, moving: int) -> bool:
+    """All bodies slower than the settle thresholds over the last SETTLE_FRAMES frames (the
+    buffer holds steps 1 to k of the dynamic bodies; static ones never move)."""
+    if moving == 0:
+        return True
+    state = np.frombuffer(body_buf.float_buf(), dtype=np.float64).reshape(k, moving, 6)[-SETTLE_FRAMES:]
     speed = np.hypot(state[..., 3], state[..., 4])
     return bool(speed.max() < SETTLE_SPEED and np.abs(state[..., 5]).max() < SETTLE_SPIN)
+
+
+@contextmanager
+def _static_bodies_aside(space: pymunk.Space, space_ids: np.ndarray, world: _World) -> Iterator[None]:
+    """Takes the static bodies out of chipmunk's list of bodies for the run, so that the
+    per-step body copy (`cpSpaceEachBody`) visits only the dynamic ones: most bodies are static
+    (7-39 bodies a template scene, 2-6 of them dynamic) and never move. Their shapes stay in the space and collide as before (a
+    step reads the body list only to integrate dynamic bodies). They go back afterwards in
+    their order (``space_ids``, pymunk's order), so the space is as it was."""
+    by_id = dict(zip(world.body_ids.tolist(), world.bodies))
+    static = [by_id[i]._body for i in space_ids.tolist() if by_id[i].body_type == pymunk.Body.STATIC]
+    sp = space._space
+    for body in static:
+        _lib.cpSpaceRemoveBody(sp, body)
+    try:
+        yield
+    finally:
+        for body in static:
+            _lib.cpSpaceAddBody(sp, body)
 
 
 def _space_columns(ids: np.ndarray, space_ids: np.ndarray) -> np.ndarray:
@@ -519,16 +551,29 @@ def _space_columns(ids: np.ndarray, space_ids: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(space_ids[order], ids)]
 
 
-def _gather_state(state: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
-    """[T, n * 6] rows of pymunk's (x, y, angle, vx, vy, spin) per body in its order -> position,
-    angle, velocity and angular velocity in ours: one `take` of flat columns each (a take on
-    strided views would copy them first). Indices here are always in range: ``mode="clip"``
-    skips numpy's checked path, which costs twice the copy."""
-    T, n = state.shape[0], cols.size
-    at = cols * 6
-    xy = (at[:, None] + np.arange(2)).ravel()
-    return (state.take(xy, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 2, axis=1, mode="clip"),
-            state.take(xy + 3, axis=1, mode="clip").reshape(T, n, 2), state.take(at + 5, axis=1, mode="clip"))
+def _gather_state(first: np.ndarray, moved: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Frame 0 of every body (``first``: [n, 6] rows of (x, y, angle, vx, vy, spin) in pymunk's
+    order) and the dynamic bodies' steps (``moved``: [T - 1, m * 6], the first m in that order)
+    -> position, angle, velocity and angular velocity in our order (``cols``: each body's place
+    in pymunk's). Every frame starts as frame 0 (contiguous rows broadcast fast); the dynamic
+    bodies' columns are then copied in, positions as complex numbers (one copy moves x and y)."""
+    T, n, m = moved.shape[0] + 1, cols.size, moved.shape[1] // 6
+    start = first.take(cols, axis=0)
+    position, velocity = np.empty((T, n), np.complex128), np.empty((T, n, 2))
+    angle, spin = np.empty((T, n)), np.empty((T, n))
+    position[:] = _as_pairs(start[:, 0:2])  # broadcasts from contiguous rows only: strided ones cost 7x
+    velocity[:] = np.ascontiguousarray(start[:, 3:5])
+    angle[:] = np.ascontiguousarray(start[:, 2])
+    spin[:] = np.ascontiguousarray(start[:, 5])
+    pairs, v = moved.view(np.complex128), velocity.reshape(T, 2 * n)
+    for i in np.flatnonzero(cols < m).tolist():
+        at = int(cols[i]) * 6
+        position[1:, i] = pairs[:, at // 2]
+        angle[1:, i] = moved[:, at + 2]
+        v[1:, 2 * i] = moved[:, at + 3]
+        v[1:, 2 * i + 1] = moved[:, at + 4]
+        spin[1:, i] = moved[:, at + 5]
+    return _as_xy(position).reshape(T, n, 2), angle, velocity, spin
 
 
 def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
@@ -557,11 +602,12 @@ def _contact_rows(buf: _CBuffer, counts: np.ndarray, ids: np.ndarray,
     for i, (ia, ib, p, q) in enumerate(initial):  # frame 0's keys are 0 * n * n + a * n + b: they come first
         out_key[i], point[i], normal[i] = ia * n + ib, complex(*p), complex(*q)
     np.take(key, at, out=out_key[k0:], mode="clip")
-    np.take(pairs[2::3], at, out=point[k0:], mode="clip")
-    np.take(pairs[1::3], at, out=normal[k0:], mode="clip")
+    at3 = at * 3  # flat indices: a take from a strided column would copy the column first
+    np.take(pairs, at3 + 2, out=point[k0:], mode="clip")
+    np.take(pairs, at3 + 1, out=normal[k0:], mode="clip")
     np.negative(normal[k0:], out=normal[k0:], where=(a > b).take(at, mode="clip"))  # the normal points from a to b
     impulse = np.zeros(rows)
-    total = pairs[0::3].take(at, mode="clip")
+    total = pairs.take(at3, mode="clip")
     np.hypot(total.real, total.imag, out=impulse[k0:])
     return out_key, _as_xy(point), _as_xy(normal), impulse
 
@@ -611,18 +657,53 @@ def _merge_rows(key: np.ndarray, point: np.ndarray, normal: np.ndarray, impulse:
     # groups of three or more are ordered, by point, then normal, then impulse.
     big = counts >= 3
     if big.any():
-        at = np.flatnonzero(np.repeat(big, counts))
-        rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
-        order = np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip")))
-        p, q, impulse = p.copy(), q.copy(), impulse.copy()  # the caller's stay as they were
-        for column, group in zip((p, q, impulse), rows):
-            np.put(column, at, group.take(order, mode="clip"), mode="clip")
-    # reduceat along rows sums each column as it would alone (checked bit for bit)
-    total = np.add.reduceat(_as_xy(q), starts, axis=0)
-    norm = np.sqrt(total[:, 0] * total[:, 0] + total[:, 1] * total[:, 1])
-    unit = np.divide(total, norm[:, None], out=np.zeros_like(total), where=(norm > 0)[:, None])  # zero stays zero
-    return _contact_columns(key[starts], n, np.add.reduceat(_as_xy(p), starts, axis=0) / counts[:, None], unit,
-                            np.add.reduceat(impulse, starts))
+        order = np.arange(key.size)  # rows in summing order
+        three = np.flatnonzero(counts == 3)  # a jar's three parts touching one body: nearly every big group
+        if three.size and _order_threes(order, starts[three], p, q, impulse):
+            big[three] = False
+        if big.any():
+            at = np.flatnonzero(np.repeat(big, counts))
+            rows = [x.take(at, mode="clip") for x in (p, q, impulse)]  # in range: see `_gather_state`
+            order[at] = at.take(np.lexsort((rows[2], rows[1], rows[0], key.take(at, mode="clip"))), mode="clip")
+        p, q, impulse = p.take(order, mode="clip"), q.take(order, mode="clip"), impulse.take(order, mode="clip")
+    # reduceat along rows sums each column in row order, as it would alone (checked bit for bit;
+    # a complex column's reduceat does not: it sums contiguous runs pairwise)
+    point, total = np.add.reduceat(_as_xy(p), starts, axis=0), np.add.reduceat(_as_xy(q), starts, axis=0)
+    point[:, 0] /= counts  # the mean point; column by column, as a [K, 1] divisor broadcasts slowly
+    point[:, 1] /= counts
+    tx, ty = total[:, 0], total[:, 1]
+    norm = np.sqrt(tx * tx + ty * ty)
+    unit = np.zeros_like(total)  # zero stays zero
+    moving = norm > 0
+    np.divide(tx, norm, out=unit[:, 0], where=moving)
+    np.divide(ty, norm, out=unit[:, 1], where=moving)
+    return _contact_columns(key[starts], n, point, unit, np.add.reduceat(impulse, starts))
+
+
+def _order_threes(order: np.ndarray, first: np.ndarray, p: np.ndarray, q: np.ndarray, impulse: np.ndarray) -> bool:
+    """Puts the rows of each group of three (from rows ``first``) in ``order`` sorted by point,
+    normal and impulse, in the order a stable `lexsort` gives: each row's place is the number
+    of rows it must follow (those it sorts after, and earlier ones it does not sort before),
+    from three comparisons of whole rows (a `lexsort`, with complex or five float keys, costs
+    several times more). False, and nothing done, where a value is NaN (it compares with
+    nothing)."""
+    at = first[:, None] + np.arange(3)
+    pp, qq, ii = p.take(at, mode="clip"), q.take(at, mode="clip"), impulse.take(at, mode="clip")
+    keys = (pp.real, pp.imag, qq.real, qq.imag, ii)  # compared in this order
+    if any(np.isnan(k).any() for k in keys):
+        return False
+
+    def after(i: int, j: int) -> np.ndarray:
+        """Where row i of a group sorts after row j."""
+        out = keys[-1][:, i] > keys[-1][:, j]
+        for k in keys[-2::-1]:
+            out = (k[:, i] > k[:, j]) | ((k[:, i] == k[:, j]) & out)
+        return out
+
+    a01, a02, a12 = after(0, 1), after(0, 2), after(1, 2)
+    place = np.column_stack((a01.astype(np.intp) + a02, 1 - a01 + a12, 2 - a02 - a12))
+    order[(first[:, None] + place).ravel()] = at.ravel()
+    return True
 
 
 def _as_pairs(xy: np.ndarray) -> np.ndarray:
