@@ -24,7 +24,9 @@ def _run(args, cwd):
 
 
 def test_ctrl_c_keeps_the_evaluations_and_the_rerun_ends_as_an_uninterrupted_run(tmp_path):
+    t0 = time.monotonic()
     whole = _run([*ARGS, "-o", "whole/best.json"], tmp_path)
+    whole_s = time.monotonic() - t0
     assert whole.returncode == 0, whole.stderr
     log = tmp_path / "cut" / "best.evaluations.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "simpatterns.cli", *ARGS, "-o", "cut/best.json"], cwd=tmp_path,
@@ -36,7 +38,8 @@ def test_ctrl_c_keeps_the_evaluations_and_the_rerun_ends_as_an_uninterrupted_run
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     took = time.monotonic() - start
-    assert proc.returncode == 130 and took < 2.0, (took, err)
+    # promptly: against the whole run on the same machine, which had 280 evaluations more to do
+    assert proc.returncode == 130 and took < 0.5 * whole_s, (took, whole_s, err)
     assert "Traceback" not in err and "run the same command to resume: simpatterns optimize" in err
     kept = len(log.read_text().splitlines()) - 1
     assert 20 <= kept < 300 and not (tmp_path / "cut" / "best.json").exists()
