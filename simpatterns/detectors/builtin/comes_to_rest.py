@@ -25,16 +25,15 @@ def rests(trace):
     """Rest stretches of every dynamic body: arrays (body, first frame, stop frame exclusive), by body then frame."""
     dyn = np.flatnonzero(trace.dynamic_mask)
     T, M = trace.num_frames, dyn.size
-    v2, w2 = np.take(trace.velocity, dyn, axis=1), np.take(trace.angular_velocity, dyn, axis=1)  # dynamic only
-    v2 *= v2
-    w2 *= w2
-    # component by component: a numpy reduction over a last axis of 2 costs 8x more
-    speed2 = sum((v2[:, :, k] for k in range(1, v2.shape[2])), v2[:, :, 0])  # [T, M]
-    spin2 = w2 if w2.ndim == 2 else sum((w2[:, :, k] for k in range(1, w2.shape[2])), w2[:, :, 0])
+    # speeds of every body are computed once per trace and shared (the speed is under 1 exactly when its square is)
+    spin2 = trace.angular_velocity ** 2
+    if spin2.ndim == 3:  # 3D: component by component, a numpy reduction over a last axis of 3 costs 8x more
+        spin2 = spin2[:, :, 0] + spin2[:, :, 1] + spin2[:, :, 2]
+    at_rest = (trace.speed() < REST_SPEED) & (spin2 < REST_SPIN ** 2)  # [T, N]
     # one row per body with a free frame at either end, all rows laid end to end
     width = T + 2
     still = np.zeros((M, width), dtype=bool)
-    still[:, 1:-1] = ((speed2 < REST_SPEED ** 2) & (spin2 < REST_SPIN ** 2)).T
+    still[:, 1:-1] = np.take(at_rest, dyn, axis=1).T  # dynamic bodies only
     edge = np.flatnonzero(still.ravel()[1:] != still.ravel()[:-1])  # alternately the start and the stop of a rest
     row = edge[::2] // width
     start, stop = edge[::2] - row * width, edge[1::2] - row * width
@@ -46,19 +45,20 @@ def supports(trace, body, first):
     """For each rest (body, first frame f): the body pushing it most nearly straight up in frames
     f .. f + MERGE_GAP, or -1 when it touches nothing then. All rests at once, over the contact rows
     of those frames (rows are sorted by frame)."""
-    lo = np.searchsorted(trace.contact_frame, first)
-    n = np.searchsorted(trace.contact_frame, first + MERGE_GAP + 1) - lo
+    lo, hi = np.searchsorted(trace.contact_frame, [first, first + MERGE_GAP + 1])
+    n = hi - lo
     rest = np.repeat(np.arange(first.size), n)  # each row of each rest's frames, rests laid end to end
-    rows = np.arange(n.sum()) + np.repeat(lo - (np.cumsum(n) - n), n)
+    rows = np.arange(rest.size) + np.repeat(lo - (np.cumsum(n) - n), n)
     a, b, i = trace.contact_a[rows], trace.contact_b[rows], body[rest]
-    mine = np.flatnonzero((a == i) | (b == i))  # the rows where the resting body touches something
-    rows, rest, a, b, i = rows[mine], rest[mine], a[mine], b[mine], i[mine]
+    on_a = a == i
+    mine = np.flatnonzero(on_a | (b == i))  # the rows where the resting body touches something
+    rows, rest, on_a, other = rows[mine], rest[mine], on_a[mine], np.where(on_a, b, a)[mine]
     up = trace.contact_normal[rows, 1 if trace.dim == 2 else 2]
-    push = np.where(a == i, -up, up)  # the normal points from a into b: the push on i from the other body
+    push = np.where(on_a, -up, up)  # the normal points from a into b: the push on i from the other body
     order = np.lexsort((-push, rest))  # by rest, strongest push first, then by row (the sort is stable)
     best = order[np.concatenate(([True], rest[order][1:] != rest[order][:-1]))[:order.size]]
     surface = np.full(first.size, -1)
-    surface[rest[best]] = np.where(a == i, b, a)[best]
+    surface[rest[best]] = other[best]
     return surface
 
 

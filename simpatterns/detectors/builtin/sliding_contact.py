@@ -45,18 +45,18 @@ def detect(trace, events):
         return []
     T, N = trace.num_frames, trace.num_bodies
     pos, vel, spin = trace.position.reshape(T * N, 2), trace.velocity.reshape(T * N, 2), trace.angular_velocity.ravel()
+    # which bodies move at each frame, from the speeds every detector of the trace shares; fixed bodies never move
+    moving = (trace.speed() >= STILL_SPEED) & trace.dynamic_mask  # [T, N]
     at = trace.contact_frame.astype(np.int64) * N  # flat (frame, body) index of each contact's bodies: at + body
     a, b = trace.contact_a.astype(np.int64), trace.contact_b.astype(np.int64)
-    va, vb = np.take(vel, at + a, axis=0), np.take(vel, at + b, axis=0)
-    dynamic = trace.dynamic_mask  # fixed bodies never move
-    a_moves = dynamic[a] & (va[:, 0] ** 2 + va[:, 1] ** 2 >= STILL_SPEED ** 2)
-    b_moves = dynamic[b] & (vb[:, 0] ** 2 + vb[:, 1] ** 2 >= STILL_SPEED ** 2)
-    rows = np.flatnonzero(a_moves != b_moves)  # one body moves, the other stays still
-    f, slider, surface = at[rows] // N, np.where(a_moves, a, b)[rows], np.where(a_moves, b, a)[rows]
+    a_moves = np.take(moving, at + a)
+    rows = np.flatnonzero(a_moves != np.take(moving, at + b))  # one body moves, the other stays still
+    at, a, b, a_moves = at[rows], a[rows], b[rows], a_moves[rows]
+    f, slider, surface = at // N, np.where(a_moves, a, b), np.where(a_moves, b, a)
     (px, py), (nx, ny) = np.take(trace.contact_point, rows, axis=0).T, np.take(trace.contact_normal, rows, axis=0).T
 
     def surface_velocity(i):  # velocity of body i's material at the contact point, x and y
-        k = at[rows] + i
+        k = at + i
         (x, y), (vx, vy), w = np.take(pos, k, axis=0).T, np.take(vel, k, axis=0).T, spin[k]
         return vx + -w * (py - y), vy + w * (px - x)
 
