@@ -158,20 +158,28 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
         if until_frame is not None and e.frame > until_frame:
             continue
         fixed = {k: v for k, v in e.params.items() if not _is_number(v)}
-        key = json.dumps(fixed, sort_keys=True, default=str)
+        # events with equal non-numeric params (names as a rule: a tuple of them, not JSON) share lines
+        key: Any = (tuple(sorted(fixed.items())) if all(type(v) is str for v in fixed.values())
+                    else json.dumps(fixed, sort_keys=True, default=str))
         if activation_span(e.frame, e.params, annotation.num_frames)[1] > e.frame:
-            key += f"@{e.frame}"  # an interval event stands alone
+            key = (key, e.frame)  # an interval event stands alone
         groups[(e.pattern, key)].append((e.frame, e.params))
     last_frame = annotation.num_frames - 1 if until_frame is None else min(until_frame, annotation.num_frames - 1)
     lines: list[_Line] = []
     for (pattern, _), evs in groups.items():
         evs.sort(key=lambda x: x[0])
-        frames = np.array([f for f, _ in evs])
-        breaks = np.nonzero(np.diff(frames) > 1)[0] + 1
-        for chunk in np.split(np.arange(len(evs)), breaks):
-            params = evs[chunk[0]][1]
-            end = max(activation_span(int(frames[c]), evs[c][1], annotation.num_frames)[1] for c in chunk)
-            end = max(int(frames[chunk[-1]]), min(end, last_frame))
+        # runs of consecutive frames, one line each (most groups hold an event or two: plain
+        # Python, since numpy's fixed cost per call would be paid for every group)
+        chunks = [[evs[0]]]
+        for before, ev in zip(evs, evs[1:]):
+            if ev[0] - before[0] > 1:
+                chunks.append([ev])
+            else:
+                chunks[-1].append(ev)
+        for chunk in chunks:
+            params = chunk[0][1]
+            end = max(activation_span(int(f), p, annotation.num_frames)[1] for f, p in chunk)
+            end = max(int(chunk[-1][0]), min(end, last_frame))
             objects = [v for v in params.values() if isinstance(v, str) and v in body_names]
             text_params = []
             for k, v in params.items():
@@ -180,15 +188,14 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
                 if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
                     continue  # shown as the interval
                 if _is_number(v):
-                    vals = [evs[c][1].get(k) for c in chunk]
+                    vals = [p.get(k) for _, p in chunk]
                     nums = [float(x) for x in vals if _is_number(x)]
                     lo, hi = min(nums), max(nums)
                     text_params.append(f"{k} {_fmt_num(lo)}" if lo == hi else f"{k} {_fmt_num(lo)}{DASH}{_fmt_num(hi)}")
                 else:
                     text_params.append(f"{k} {v if isinstance(v, str) else json.dumps(v)}")
             lines.append(
-                _Line(int(frames[chunk[0]]), end, pattern, order.get(pattern, len(order)),
-                      objects, text_params, len(chunk))
+                _Line(int(chunk[0][0]), end, pattern, order.get(pattern, len(order)), objects, text_params, len(chunk))
             )
     lines.sort(key=lambda ln: (ln.start, ln.order, ln.objects, ln.text_params))
     return lines
@@ -240,9 +247,10 @@ def timeline_text(
     for ln in lines:
         by_pattern[ln.pattern].append(ln)
     summarised: dict[str, str] = {}
+    shown = [(ln.pattern, ln.render(dt, width)) for ln in lines]  # rendered once, composed many times
 
     def compose(limit: int | None = None) -> tuple[str, int]:
-        body = [ln.render(dt, width) for ln in lines if ln.pattern not in summarised]
+        body = [text for pattern, text in shown if pattern not in summarised]
         dropped = 0
         if limit is not None and limit < len(body):
             dropped = len(body) - limit
@@ -254,13 +262,16 @@ def timeline_text(
         return "\n".join(parts + tail), dropped
 
     text, _ = compose()
-    rendered = {p: sum(len(ln.render(dt, width)) + 1 for ln in v) for p, v in by_pattern.items()}
+    rendered: dict[str, int] = defaultdict(int)
+    for pattern, line in shown:
+        rendered[pattern] += len(line) + 1
+    summaries: dict[str, str] = {}
     while len(text) > budget_chars:
         # summarise the pattern whose lines cost the most beyond their summary line
         gains = []
         for p, v in by_pattern.items():
             if p not in summarised and len(v) >= MIN_SUMMARY_LINES:
-                summary = _summary(p, v, dt)
+                summary = summaries.get(p) or summaries.setdefault(p, _summary(p, v, dt))
                 gains.append((rendered[p] - len(summary) - 3, p, summary))
         gains = [g for g in gains if g[0] > 0]
         if not gains:

@@ -164,3 +164,27 @@ def test_growing_arrays_hand_out_views_that_later_writes_leave_alone():
     grown.put("i", 0, np.zeros(2, np.int16))
     grown.put("i", 2, np.array([70000], np.int32))  # a wider dtype widens the rows before (as concatenate)
     assert grown.view("i", 3).dtype == np.int32 and grown.view("i", 3).tolist() == [0, 0, 70000]
+
+
+def test_the_timeline_text_equals_the_reference_one(annotated_steps):
+    """`timeline_text`, rewritten for speed, writes the text of the version it replaced (frozen in
+    tests/data/reference_text/text.py) for every step's annotation, at budgets that summarise and cut."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from simpatterns.annotate.text import timeline_text
+
+    path = Path(__file__).parent.parent / "data" / "reference_text" / "text.py"
+    spec = importlib.util.spec_from_file_location("reference_text", path)
+    reference = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = reference  # its dataclasses look their module up
+    spec.loader.exec_module(reference)
+    env, steps = annotated_steps
+    texts = []
+    for info, trace in steps:
+        ann = info["annotation"]
+        for budget, until in ((4000, None), (100_000, None), (600, None), (300, None), (4000, 1.0)):
+            texts.append(reference.timeline_text(trace, ann, budget, until_s=until))
+            assert timeline_text(trace, ann, budget, until_s=until) == texts[-1], (trace.num_frames, budget)
+    assert any("summarised" in t for t in texts) and any("cut to fit" in t for t in texts)  # budget paths seen
