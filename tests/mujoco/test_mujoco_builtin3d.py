@@ -195,11 +195,17 @@ REFERENCE = Path(__file__).parent.parent / "data" / "reference_detectors3d"
 
 @pytest.fixture(scope="module")
 def reference_cases(rope_dataset):
-    """Rope traces where the rope patterns fire: the known sequence, its blip, and short episodes of
-    random pushes; each also with the rope's beads listed in reverse (not consecutive bodies)."""
+    """Rope traces where the rope patterns fire: the known sequence, its blip, the same still or with a tie, and
+    short episodes of random pushes; each also with the rope's beads listed in reverse (not
+    consecutive bodies)."""
     blip = rope_trace()
     blip.position[15:17] = figure_eight()
-    traces = [rope_trace(), blip] + [Trace.load(p) for p in sorted(rope_dataset.glob("rope_*.npz"))]
+    still = rope_trace()
+    still.velocity[:] = 0.0
+    tie = rope_trace()  # a drag of 6 frames, 3 of bead 41 then 3 of bead 40
+    tie.velocity[10, :41] = tie.velocity[9, :41]
+    tie.velocity[5:8, 41] = [0.6, 0.0, 0.0]
+    traces = [rope_trace(), blip, still, tie] + [Trace.load(p) for p in sorted(rope_dataset.glob("rope_*.npz"))]
     out = []
     for tr in traces:
         reverse = replace(tr, meta=copy.deepcopy(tr.meta))
