@@ -28,7 +28,8 @@ def detect(trace, events):
         v = trace.velocity[:, beads[0]:beads[-1] + 1]
     else:
         v = trace.velocity[:, beads]
-    speed = np.sqrt((v * v).sum(axis=2))  # [T, M]
+    # [T, M]; component by component: a numpy reduction over a last axis of 3 costs several times more
+    speed = np.sqrt(v[:, :, 0] * v[:, :, 0] + v[:, :, 1] * v[:, :, 1] + v[:, :, 2] * v[:, :, 2])
     fastest = np.argmax(speed, axis=1)
     top = speed[np.arange(speed.shape[0]), fastest]
     M = beads.size
