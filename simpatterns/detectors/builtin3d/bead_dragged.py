@@ -25,7 +25,7 @@ def detect(trace, events):
         return []
     beads = np.asarray(ropes[0]["bodies"], dtype=np.int64)
     if (np.diff(beads) == 1).all():  # consecutive bodies, as recorded: a view, not a copy
-        v = trace.velocity[:, beads[0]:beads[-1] + 1]
+        v = trace.velocity[:, beads[0] : beads[-1] + 1]
     else:
         v = trace.velocity[:, beads]
     # [T, M]; component by component: a numpy reduction over a last axis of 3 costs several times more
@@ -54,5 +54,7 @@ def detect(trace, events):
     order = np.lexsort((pair % M, -count, pair // M))
     first = order[np.concatenate(([True], pair[order][1:] // M != pair[order][:-1] // M))]
     names = trace.names
-    return [(s, {"object": names[beads[b]], "frames": n})
-            for s, b, n in zip(start.tolist(), (pair[first] % M).tolist(), length.tolist())]
+    return [
+        (s, {"object": names[beads[b]], "frames": n})
+        for s, b, n in zip(start.tolist(), (pair[first] % M).tolist(), length.tolist())
+    ]
