@@ -5,9 +5,11 @@ its new rows, not a copy of all of them.
 A row that was handed out is never changed: writing different values over it (the
 recorder rewrites the last frame of the trace it gave, which ended with the state
 reached, when the next step records that state with its own push) moves that array to a
-new buffer first, copying the rows before the write. Writes that change nothing, and
-rows never handed out, are written in place. Buffers double when full, so each row is
-copied O(1) times over an episode.
+new buffer first, copying the rows before the write (the earlier views keep the old
+one). Writes that change nothing, and rows never handed out, are written in place.
+Buffers double when full, so growing copies each row O(1) times; an array whose
+handed-out last row differs at every step (the rope's contact impulses, a few kB) is
+copied at every step.
 """
 
 from __future__ import annotations
