@@ -168,12 +168,13 @@ def test_growing_arrays_hand_out_views_that_later_writes_leave_alone():
 
 def test_the_timeline_text_equals_the_reference_one(annotated_steps):
     """`timeline_text`, rewritten for speed, writes the text of the version it replaced (frozen in
-    tests/data/reference_text/text.py) for every step's annotation, at budgets that summarise and cut."""
+    tests/data/reference_text/text.py) for every step's annotation, at budgets that summarise and cut,
+    also from the lines kept over the steps (`TimelineLines`, as the environment's text is made)."""
     import importlib.util
     import sys
     from pathlib import Path
 
-    from simpatterns.annotate.text import timeline_text
+    from simpatterns.annotate.text import TimelineLines, timeline_text
 
     path = Path(__file__).parent.parent / "data" / "reference_text" / "text.py"
     spec = importlib.util.spec_from_file_location("reference_text", path)
@@ -182,9 +183,13 @@ def test_the_timeline_text_equals_the_reference_one(annotated_steps):
     spec.loader.exec_module(reference)
     env, steps = annotated_steps
     texts = []
+    kept = TimelineLines()  # kept over both episodes: the second is recognised as not extending the first
     for info, trace in steps:
         ann = info["annotation"]
+        budget = int(env.render_options.text_budget)
+        assert info["annotation_text"].endswith("\n\n" + reference.timeline_text(trace, ann, budget))
         for budget, until in ((4000, None), (100_000, None), (600, None), (300, None), (4000, 1.0)):
             texts.append(reference.timeline_text(trace, ann, budget, until_s=until))
             assert timeline_text(trace, ann, budget, until_s=until) == texts[-1], (trace.num_frames, budget)
+            assert timeline_text(trace, ann, budget, until_s=until, timeline=kept) == texts[-1]
     assert any("summarised" in t for t in texts) and any("cut to fit" in t for t in texts)  # budget paths seen
