@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from simpatterns.annotation import Annotation
+from simpatterns.annotation import Annotation, PatternEvent, sort_events
 from simpatterns.trace import Trace
 
 DASH = "–"
@@ -151,47 +151,134 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _group_key(frame: int, params: dict[str, Any], num_frames: int) -> Any:
+    """Events of one pattern with the same key share lines: equal non-numeric params (names as
+    a rule: a tuple of them, not JSON); an interval event stands alone."""
+    fixed = {k: v for k, v in params.items() if not _is_number(v)}
+    key: Any = (tuple(sorted(fixed.items())) if all(type(v) is str for v in fixed.values())
+                else json.dumps(fixed, sort_keys=True, default=str))
+    if activation_span(frame, params, num_frames)[1] > frame:
+        key = (key, frame)
+    return key
+
+
+def _group_lines(pattern: str, order: int, evs: list[tuple[int, dict[str, Any]]], body_names: set[str],
+                 num_frames: int, last_frame: int) -> list[_Line]:
+    """The lines of one group's events (in the order `Annotation.events` gives them)."""
+    evs = sorted(evs, key=lambda x: x[0])
+    # runs of consecutive frames, one line each (most groups hold an event or two: plain
+    # Python, since numpy's fixed cost per call would be paid for every group)
+    chunks = [[evs[0]]]
+    for before, ev in zip(evs, evs[1:]):
+        if ev[0] - before[0] > 1:
+            chunks.append([ev])
+        else:
+            chunks[-1].append(ev)
+    lines = []
+    for chunk in chunks:
+        params = chunk[0][1]
+        end = max(activation_span(int(f), p, num_frames)[1] for f, p in chunk)
+        end = max(int(chunk[-1][0]), min(end, last_frame))
+        objects = [v for v in params.values() if isinstance(v, str) and v in body_names]
+        text_params = []
+        for k, v in params.items():
+            if isinstance(v, str) and v in body_names:
+                continue
+            if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                continue  # shown as the interval
+            if _is_number(v):
+                vals = [p.get(k) for _, p in chunk]
+                nums = [float(x) for x in vals if _is_number(x)]
+                lo, hi = min(nums), max(nums)
+                text_params.append(f"{k} {_fmt_num(lo)}" if lo == hi else f"{k} {_fmt_num(lo)}{DASH}{_fmt_num(hi)}")
+            else:
+                text_params.append(f"{k} {v if isinstance(v, str) else json.dumps(v)}")
+        lines.append(_Line(int(chunk[0][0]), end, pattern, order, objects, text_params, len(chunk)))
+    return lines
+
+
+def _sorted_lines(lines: list[_Line]) -> list[_Line]:
+    return sorted(lines, key=lambda ln: (ln.start, ln.order, ln.objects, ln.text_params))
+
+
 def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int | None) -> list[_Line]:
     order = {p: i for i, p in enumerate(annotation.patterns)}
-    groups: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, Any], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for e in annotation.events:
         if until_frame is not None and e.frame > until_frame:
             continue
-        fixed = {k: v for k, v in e.params.items() if not _is_number(v)}
-        key = json.dumps(fixed, sort_keys=True, default=str)
-        if activation_span(e.frame, e.params, annotation.num_frames)[1] > e.frame:
-            key += f"@{e.frame}"  # an interval event stands alone
-        groups[(e.pattern, key)].append((e.frame, e.params))
+        groups[(e.pattern, _group_key(e.frame, e.params, annotation.num_frames))].append((e.frame, e.params))
     last_frame = annotation.num_frames - 1 if until_frame is None else min(until_frame, annotation.num_frames - 1)
     lines: list[_Line] = []
     for (pattern, _), evs in groups.items():
-        evs.sort(key=lambda x: x[0])
-        frames = np.array([f for f, _ in evs])
-        breaks = np.nonzero(np.diff(frames) > 1)[0] + 1
-        for chunk in np.split(np.arange(len(evs)), breaks):
-            params = evs[chunk[0]][1]
-            end = max(activation_span(int(frames[c]), evs[c][1], annotation.num_frames)[1] for c in chunk)
-            end = max(int(frames[chunk[-1]]), min(end, last_frame))
-            objects = [v for v in params.values() if isinstance(v, str) and v in body_names]
-            text_params = []
-            for k, v in params.items():
-                if isinstance(v, str) and v in body_names:
-                    continue
-                if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
-                    continue  # shown as the interval
-                if _is_number(v):
-                    vals = [evs[c][1].get(k) for c in chunk]
-                    nums = [float(x) for x in vals if _is_number(x)]
-                    lo, hi = min(nums), max(nums)
-                    text_params.append(f"{k} {_fmt_num(lo)}" if lo == hi else f"{k} {_fmt_num(lo)}{DASH}{_fmt_num(hi)}")
-                else:
-                    text_params.append(f"{k} {v if isinstance(v, str) else json.dumps(v)}")
-            lines.append(
-                _Line(int(frames[chunk[0]]), end, pattern, order.get(pattern, len(order)),
-                      objects, text_params, len(chunk))
-            )
-    lines.sort(key=lambda ln: (ln.start, ln.order, ln.objects, ln.text_params))
-    return lines
+        lines += _group_lines(pattern, order.get(pattern, len(order)), evs, body_names, annotation.num_frames,
+                              last_frame)
+    return _sorted_lines(lines)
+
+
+@dataclass
+class _PatternLines:
+    """One pattern's events seen so far, grouped, and each group's lines."""
+
+    order: int
+    seen: list[tuple[int, dict[str, Any]]]
+    groups: dict[Any, list[tuple[int, dict[str, Any]]]]
+    lines: dict[Any, list[_Line]]
+
+
+class TimelineLines:
+    """The lines of `timeline_text` for the annotation of a trace that grows (an episode's,
+    after every step), kept from one call to the next: a pattern whose events extend the
+    ones seen before with instants at later frames (contact starts, crossings) has only
+    the groups its new events join made again; a pattern with interval events, whose lines
+    depend on where the trace ends, is made whole. The text equals the one made afresh.
+    One per episode (or trace): `clear` when it starts."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self._names: set[str] | None = None
+        self._patterns: dict[str, _PatternLines] = {}
+
+    def lines(self, annotation: Annotation, body_names: set[str]) -> list[_Line]:
+        """`_merged_lines(annotation, body_names, None)`, from what earlier calls kept."""
+        order = {p: i for i, p in enumerate(annotation.patterns)}
+        if any(p not in order for p in annotation.pattern_events):  # patterns ordered alike: no shortcut
+            self.clear()
+            return _merged_lines(annotation, body_names, None)
+        if body_names != self._names:
+            self.clear()
+            self._names = set(body_names)
+        T = annotation.num_frames
+        lines: list[_Line] = []
+        for pattern, events in annotation.pattern_events.items():
+            kept = self._patterns.get(pattern)
+            n = len(kept.seen) if kept is not None else 0
+            new = events[n:]
+            if (kept is None or kept.order != order[pattern] or len(events) < n or events[:n] != kept.seen
+                    or any(_spans(p) for _, p in new) or (n and new and new[0][0] <= kept.seen[-1][0])):
+                kept = self._patterns[pattern] = _PatternLines(order[pattern], [], {}, {})
+                new = events
+                if any(_spans(p) for _, p in events):
+                    del self._patterns[pattern]  # intervals: made whole at every call
+            changed = set()
+            for e in sort_events([PatternEvent(pattern, f, q) for f, q in new]):
+                key = _group_key(e.frame, e.params, T)
+                kept.groups.setdefault(key, []).append((e.frame, e.params))
+                changed.add(key)
+            for key in changed:
+                kept.lines[key] = _group_lines(pattern, kept.order, kept.groups[key], body_names, T, T - 1)
+            kept.seen = list(events)
+            for key in kept.groups:
+                lines += kept.lines[key]
+        return _sorted_lines(lines)
+
+
+def _spans(params: dict[str, Any]) -> bool:
+    """True for an interval event (its line depends on where the trace ends)."""
+    n = params.get(DURATION_KEY)
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 1
 
 
 def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
@@ -212,16 +299,26 @@ def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
 
 
 def timeline_text(
-    trace: Trace, annotation: Annotation, budget_chars: int = 4000, *, until_s: float | None = None
+    trace: Trace,
+    annotation: Annotation,
+    budget_chars: int = 4000,
+    *,
+    until_s: float | None = None,
+    timeline: TimelineLines | None = None,
 ) -> str:
     """The annotation as time-ordered lines within ``budget_chars`` characters.
 
     ``until_s`` keeps only what happened up to that time (for questions asked
-    about a partially observed rollout).
+    about a partially observed rollout). ``timeline``: the lines kept from the
+    previous call on the same growing trace (an episode's), so that only what
+    its new events change is made again (the same text).
     """
     dt = annotation.dt or trace.dt
     until_frame = None if until_s is None else int(math.floor(until_s / dt + 1e-9))
-    lines = _merged_lines(annotation, set(trace.names), until_frame)
+    if timeline is not None and until_frame is None:
+        lines = timeline.lines(annotation, set(trace.names))
+    else:
+        lines = _merged_lines(annotation, set(trace.names), until_frame)
     fired = {ln.pattern for ln in lines}
     quiet = [p for p in annotation.patterns if p not in fired and p not in annotation.errors]
     width = max((len(ln.time_text(dt)) for ln in lines), default=4)
@@ -240,9 +337,10 @@ def timeline_text(
     for ln in lines:
         by_pattern[ln.pattern].append(ln)
     summarised: dict[str, str] = {}
+    shown = [(ln.pattern, ln.render(dt, width)) for ln in lines]  # rendered once, composed many times
 
     def compose(limit: int | None = None) -> tuple[str, int]:
-        body = [ln.render(dt, width) for ln in lines if ln.pattern not in summarised]
+        body = [text for pattern, text in shown if pattern not in summarised]
         dropped = 0
         if limit is not None and limit < len(body):
             dropped = len(body) - limit
@@ -254,13 +352,16 @@ def timeline_text(
         return "\n".join(parts + tail), dropped
 
     text, _ = compose()
-    rendered = {p: sum(len(ln.render(dt, width)) + 1 for ln in v) for p, v in by_pattern.items()}
+    rendered: dict[str, int] = defaultdict(int)
+    for pattern, line in shown:
+        rendered[pattern] += len(line) + 1
+    summaries: dict[str, str] = {}
     while len(text) > budget_chars:
         # summarise the pattern whose lines cost the most beyond their summary line
         gains = []
         for p, v in by_pattern.items():
             if p not in summarised and len(v) >= MIN_SUMMARY_LINES:
-                summary = _summary(p, v, dt)
+                summary = summaries.get(p) or summaries.setdefault(p, _summary(p, v, dt))
                 gains.append((rendered[p] - len(summary) - 3, p, summary))
         gains = [g for g in gains if g[0] > 0]
         if not gains:

@@ -10,8 +10,8 @@ same trace. An annotation the environment already made (``info
 ["annotation"]``, with ``annotate=True``) is used when it holds those
 patterns. The annotation is made by an `IncrementalAnnotator`: on a
 multi-step episode, whose trace grows step by step, the earlier frames'
-per-frame work is not done again (the rope's step 50 costs about 1.3x its
-step 1, against 4x when re-annotated whole).
+per-frame work is not done again (the rope's step 50 costs about 1.1x its
+step 1, against 3-4x when re-annotated whole).
 """
 
 from __future__ import annotations

@@ -132,6 +132,7 @@ class KnotRopeEnv(gym.Env):
         self.action_space = spaces.Box(-1.0, 1.0, (6,), np.float32)
         self._renderer: Any = None
         self._annotator: Any = None
+        self._timeline: Any = None  # the annotation text's lines, kept from step to step
         self._goal_images: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._bodies: tuple[str, ...] | None = None
         self.goal_positions: np.ndarray | None = None
@@ -251,6 +252,8 @@ class KnotRopeEnv(gym.Env):
         self._last_push = None
         if self._annotator is not None:
             self._annotator.reset()
+        if self._timeline is not None:
+            self._timeline.clear()
         self._success = self._matches(self.code)
         info = {"task": self.task.name, "goal": self._goal_text(), "start_index": self.start_index,
                 "goal_index": self.goal_index, "crossings": self.code.num_crossings, "gauss_code": self.code.text,
@@ -339,11 +342,14 @@ class KnotRopeEnv(gym.Env):
                          f"force ({', '.join(f'{v:.3f}' for v in force)}) N on bead {bead}"))
         trace = self.last_trace
         if trace is not None:
-            from simpatterns.annotate.text import timeline_text
+            from simpatterns.annotate.text import TimelineLines, timeline_text
 
             if self.last_annotation is None or set(self.last_annotation.patterns) != set(self.library.labels):
                 self.last_annotation = self.annotator.annotate(trace)
-            lines += ["", timeline_text(trace, self.last_annotation, int(self.render_options.text_budget))]
+            if self._timeline is None:
+                self._timeline = TimelineLines()
+            lines += ["", timeline_text(trace, self.last_annotation, int(self.render_options.text_budget),
+                                        timeline=self._timeline)]
         return "\n".join(lines)
 
     def close(self) -> None:

@@ -123,13 +123,73 @@ def test_the_rope_worlds_trace_after_every_step_equals_one_assembled_afresh():
     afresh.recorder = TraceRecorder(afresh.model, stride=8, meta=kept.recorder.meta)
     rng = np.random.default_rng(5)
     contacts = 0
+    given = []  # each step's trace, and a copy of its arrays then
     for step in range(10):
         action = rng.uniform(-1, 1, 6)
         a, b = [(w.act(action), w.trace({"step": step}))[1] for w in worlds]
         for name in _ALL_ARRAY_FIELDS:
             assert np.array_equal(getattr(a, name), getattr(b, name)), (step, name)
             assert getattr(a, name).dtype == getattr(b, name).dtype
+            assert not getattr(a, name).flags.writeable, name
         assert a.events == b.events and a.meta == b.meta, step
         contacts = len(a.events)
+        given.append((a, {name: getattr(a, name).copy() for name in _ALL_ARRAY_FIELDS}))
     assert kept.recorder.incremental and kept.recorder._assembled.frames == a.num_frames - 1
     assert contacts  # collision events were compared
+    # a later step changed no earlier trace (each ended with its final state, which the next step
+    # records again with its own push), and the traces share their earlier frames' memory
+    for trace, arrays in given:
+        assert all(np.array_equal(getattr(trace, k), v) for k, v in arrays.items())
+    shared = [np.shares_memory(t.position, u.position) for (t, _), (u, _) in zip(given, given[1:])]
+    assert sum(shared) >= len(shared) // 2
+
+
+def test_growing_arrays_hand_out_views_that_later_writes_leave_alone():
+    from simpatterns.simulators.mujoco.growing import GrowingArrays
+
+    grown = GrowingArrays()
+    grown.put("x", 0, np.arange(6.0).reshape(3, 2))
+    first = grown.view("x", 3)
+    with pytest.raises(ValueError):
+        first[0, 0] = 9.0  # read-only
+    grown.put("x", 2, np.array([[4.0, 5.0], [6.0, 7.0]]))  # row 2 rewritten with its own values
+    second = grown.view("x", 4)
+    assert np.shares_memory(first, second)
+    grown.put("x", 3, np.array([[0.0, -0.0]]))  # row 3 was handed out: a new buffer for what differs
+    third = grown.view("x", 4)
+    assert np.array_equal(second[3], [6.0, 7.0]) and np.array_equal(third, [[0, 1], [2, 3], [4, 5], [0, 0]])
+    assert not np.shares_memory(second, third)
+    grown.put("x", 4, np.ones((40, 2)))  # past the buffer's end: it grows, the rows before kept
+    assert np.array_equal(grown.view("x", 44)[:4], third) and np.array_equal(third[3], [0.0, 0.0])
+    grown.put("i", 0, np.zeros(2, np.int16))
+    grown.put("i", 2, np.array([70000], np.int32))  # a wider dtype widens the rows before (as concatenate)
+    assert grown.view("i", 3).dtype == np.int32 and grown.view("i", 3).tolist() == [0, 0, 70000]
+
+
+def test_the_timeline_text_equals_the_reference_one(annotated_steps):
+    """`timeline_text`, rewritten for speed, writes the text of the version it replaced (frozen in
+    tests/data/reference_text/text.py) for every step's annotation, at budgets that summarise and cut,
+    also from the lines kept over the steps (`TimelineLines`, as the environment's text is made)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from simpatterns.annotate.text import TimelineLines, timeline_text
+
+    path = Path(__file__).parent.parent / "data" / "reference_text" / "text.py"
+    spec = importlib.util.spec_from_file_location("reference_text", path)
+    reference = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = reference  # its dataclasses look their module up
+    spec.loader.exec_module(reference)
+    env, steps = annotated_steps
+    texts = []
+    kept = TimelineLines()  # kept over both episodes: the second is recognised as not extending the first
+    for info, trace in steps:
+        ann = info["annotation"]
+        budget = int(env.render_options.text_budget)
+        assert info["annotation_text"].endswith("\n\n" + reference.timeline_text(trace, ann, budget))
+        for budget, until in ((4000, None), (100_000, None), (600, None), (300, None), (4000, 1.0)):
+            texts.append(reference.timeline_text(trace, ann, budget, until_s=until))
+            assert timeline_text(trace, ann, budget, until_s=until) == texts[-1], (trace.num_frames, budget)
+            assert timeline_text(trace, ann, budget, until_s=until, timeline=kept) == texts[-1]
+    assert any("summarised" in t for t in texts) and any("cut to fit" in t for t in texts)  # budget paths seen

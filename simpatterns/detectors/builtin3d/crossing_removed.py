@@ -25,7 +25,10 @@ def rope_positions(trace):
     if not ropes or len(ropes[0].get("bodies", [])) < 4:
         return None, False
     beads = np.asarray(ropes[0]["bodies"], dtype=np.int64)
-    return trace.position[:, beads], bool(ropes[0].get("closed", True))
+    closed = bool(ropes[0].get("closed", True))
+    if (np.diff(beads) == 1).all():  # consecutive bodies, as recorded: a view, not a copy
+        return trace.position[:, beads[0]:beads[-1] + 1], closed
+    return trace.position[:, beads], closed
 
 
 def frame_crossings(pos, closed):
@@ -66,15 +69,15 @@ def count_changes(counts, hold):
     T = counts.size
     edge = np.flatnonzero(counts[1:] != counts[:-1]) + 1
     starts, ends = np.concatenate(([0], edge)), np.concatenate((edge, [T]))
-    kept = []  # (start, value) of the runs that count
-    for s, e, v in zip(starts.tolist(), ends.tolist(), counts[starts].tolist()):
-        if kept and (e - s < hold or v == kept[-1][1]):
-            continue
-        kept.append((s, v))
     out = []
-    for (_, old), (s, new) in zip(kept, kept[1:]):
-        before = np.flatnonzero(counts[:s] == old)
-        out.append((s, int(before[-1]) if before.size else s - 1, old, new))
+    kept = None  # the value of the last run that counts
+    last = {}  # count -> its last frame in the runs so far
+    for s, e, v in zip(starts.tolist(), ends.tolist(), counts[starts].tolist()):
+        if kept is None or (e - s >= hold and v != kept):
+            if kept is not None:
+                out.append((s, last[kept], kept, v))
+            kept = v
+        last[v] = e - 1
     return out
 
 
@@ -113,13 +116,12 @@ def detect(trace, events):
     at = np.concatenate(([0], np.cumsum(counts)))
     beads = np.asarray(trace.meta["ropes"][0]["bodies"])
     names = trace.names
+    pairs = np.stack([i, j], axis=1)  # the segments of each crossing, rows by frame
     out = []
     for frame, before, old, new in count_changes(counts, max(1, round(HOLD_SECONDS / trace.dt))):
         if new >= old:
             continue
-        now, then = slice(at[frame], at[frame + 1]), slice(at[before], at[before + 1])
-        pairs_now = np.stack([i[now], j[now]], axis=1)
-        pairs_then = np.stack([i[then], j[then]], axis=1)
+        pairs_now, pairs_then = pairs[at[frame]:at[frame + 1]], pairs[at[before]:at[before + 1]]
         for k in unmatched(pairs_then, pairs_now, S, closed):
             r = at[before] + k
             bi, bj = (i[r] + (ti[r] >= 0.5)) % M, (j[r] + (tj[r] >= 0.5)) % M

@@ -26,7 +26,10 @@ def rope_positions(trace):
     if not ropes or len(ropes[0].get("bodies", [])) < 4:
         return None, False
     beads = np.asarray(ropes[0]["bodies"], dtype=np.int64)
-    return trace.position[:, beads], bool(ropes[0].get("closed", True))
+    closed = bool(ropes[0].get("closed", True))
+    if (np.diff(beads) == 1).all():  # consecutive bodies, as recorded: a view, not a copy
+        return trace.position[:, beads[0]:beads[-1] + 1], closed
+    return trace.position[:, beads], closed
 
 
 def frame_crossings(pos, closed):

@@ -53,6 +53,7 @@ from typing import Any, Callable, Sequence
 import mujoco
 import numpy as np
 
+from simpatterns.simulators.mujoco.growing import GrowingArrays
 from simpatterns.simulators.mujoco.model import BodyMap, describe_bodies, load_model
 from simpatterns.trace import RawEvent, Trace, collision_events, empty_contacts
 
@@ -125,11 +126,13 @@ class _Buffers:
 class _Assembled:
     """What earlier assemblies made of the frames before ``frames``, kept so that the next
     assembly computes only the frames recorded since (an episode's trace is asked for after
-    every step): the per-frame arrays and contact rows in pieces, one per assembly, and the
-    collision events up to frame ``frames - 1``, which later frames cannot change."""
+    every step): the trace's arrays, growing (``contact_rows`` of the contact arrays belong
+    to those frames), and the collision events up to frame ``frames - 1``, which later
+    frames cannot change."""
 
     frames: int = 0
-    pieces: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    contact_rows: int = 0
+    arrays: GrowingArrays = field(default_factory=GrowingArrays)
     events: list[Any] = field(default_factory=list)
 
 
@@ -179,9 +182,12 @@ class TraceRecorder:
     ``position`` is ``"xipos"`` (centres of mass) or ``"xpos"`` (frame origins); a given
     ``body_map`` must come from `describe_bodies` with the same ``position``.
     ``incremental=True``: the trace is asked for again as it grows (after every step of an
-    environment's episode), so `trace` keeps a copy of what it made of the frames recorded
-    and the next call computes only the frames recorded since (the traces equal those made
-    afresh; they share their collision event objects, which are not to be changed).
+    environment's episode), so `trace` keeps what it made of the frames recorded and the
+    next call computes only the frames recorded since: the trace's arrays are read-only
+    views of the first rows of arrays that grow (`GrowingArrays`; a trace of n frames costs
+    its new rows, not a copy of all n). The traces equal those made afresh, and stay as they
+    were when later ones are made; they share their collision event objects, which are not
+    to be changed.
     """
 
     def __init__(self, model: Any, *, stride: int = 1, names: dict[int, str] | None = None,
@@ -381,25 +387,33 @@ class TraceRecorder:
         start = done.frames
         N = self.map.num_world + m.nbody - 1
         pos = self._buf.column("pos", start)
-        new = self._frames(start, N, pos)
-        new.update(self._contact_arrays(N, pos, start))
-        arrays = {k: np.concatenate(done.pieces[k] + [v]) if start else v for k, v in new.items()}
+        frames = self._frames(start, N, pos)
+        frames["time"] = np.arange(start, T) * (self.stride * m.opt.timestep)
+        contacts = self._contact_arrays(N, pos, start)
+        if self.incremental:
+            # the trace's arrays are read-only views of the first rows of growing ones: only the
+            # new frames' rows are written (the last frame of the previous trace, its final state,
+            # is written over; GrowingArrays keeps a row handed out as it was)
+            grown = done.arrays
+            for k, v in frames.items():
+                grown.put(k, start, v)
+            for k, v in contacts.items():
+                grown.put(k, done.contact_rows, v)
+            rows = done.contact_rows + len(contacts["contact_frame"])
+            arrays = {k: grown.view(k, T) for k in frames} | {k: grown.view(k, rows) for k in contacts}
+        else:
+            arrays = frames | contacts
         names = [b.name for b in self.map.bodies]
         events = done.events + self._new_events(arrays, start, T, names)
-        if self.incremental:
+        if self.incremental and kept > start:
             # keep what the frames that stay recorded made: their rows, and the events before the
             # last of them (an event at a frame depends on that frame and the one before only)
-            if kept > start:
-                rows = int(np.searchsorted(new["contact_frame"], kept))
-                for k, v in new.items():
-                    piece = v[:rows] if k.startswith("contact_") else v[:kept - start]
-                    done.pieces.setdefault(k, []).append(piece.copy())
-                done.events = [e for e in events if e.frame < kept]
-                done.frames = kept
+            done.contact_rows += int(np.searchsorted(contacts["contact_frame"], kept))
+            done.events = [e for e in events if e.frame < kept]
+            done.frames = kept
         position, velocity, angular = arrays.pop("position"), arrays.pop("velocity"), arrays.pop("angular")
-        quaternion, tilt = arrays.pop("quaternion"), arrays.pop("tilt")
+        quaternion, tilt, time = arrays.pop("quaternion"), arrays.pop("tilt"), arrays.pop("time")
         contacts = arrays
-        time = np.arange(T) * (self.stride * m.opt.timestep)
         full_meta = {
             "simulator": SIMULATOR_NAME,
             "mujoco_version": mujoco.__version__,

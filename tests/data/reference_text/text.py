@@ -1,0 +1,296 @@
+"""Annotated traces as compact text for language models (and the ``ansi`` render mode).
+
+`annotation_text` = `scene_header` (bodies, colours, shapes, initial
+positions, the action, the outcome) + `timeline_text`. In the timeline,
+activations of one pattern with the same objects on consecutive frames merge
+into one interval line, ``"1.20–3.45  touching: red ball, ground"``; numeric
+params that vary over the interval show their range. An event with an integer
+``frames`` param is an interval of that length (see `activation_span`); with
+``until_s`` such intervals are cut at that time, so nothing later leaks. When the text would
+exceed ``budget_chars``, patterns are replaced one at a time by a one-line
+summary (count, time span, objects involved), the pattern whose lines cost the
+most beyond their summary first, until it fits; then the latest lines are cut
+with a note saying how many; then the "Not observed" list goes. The result
+never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simpatterns.annotation import Annotation
+from simpatterns.trace import Trace
+
+DASH = "–"
+MIN_SUMMARY_LINES = 3  # fewer lines than this are never worth a summary
+DURATION_KEY = "frames"  # an int param: the activation lasts this many frames from its frame
+
+
+def activation_span(frame: int, params: dict[str, Any], num_frames: int) -> tuple[int, int]:
+    """First and last frame of one activation: a single frame, or ``frame .. frame +
+    frames - 1`` when it carries an integer ``frames`` param (the built-in detectors'
+    convention for interval patterns: one event at the start, with its length)."""
+    n = params.get(DURATION_KEY)
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return frame, min(frame + n - 1, max(num_frames - 1, frame))
+    return frame, frame
+
+
+def _fmt_num(v: float) -> str:
+    if float(v).is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.3g}"
+
+
+def _fmt_xy(p: np.ndarray, digits: int = 1) -> str:
+    return "(" + ", ".join(f"{float(c):.{digits}f}" for c in p) + ")"
+
+
+def _size_text(size: dict[str, float], digits: int = 1) -> str:
+    return ", ".join(f"{k} {_fmt_num(round(v, digits))}" for k, v in size.items())
+
+
+def scene_header(trace: Trace) -> str:
+    """Scene, goal, action, outcome and every body's initial state, one body per line."""
+    meta = trace.meta
+    lines = []
+    scene = []
+    if meta.get("template"):
+        scene.append(f"template {meta['template']}")
+    if meta.get("variant") is not None:
+        scene.append(f"variant {meta['variant']}")
+    title = meta.get("description") or ""
+    sim = meta.get("simulator", "simulation")
+    lines.append(f"Scene: {sim}{' ' + ', '.join(scene) if scene else ''}{f' ({title})' if title else ''}")
+    goal = meta.get("goal")
+    if isinstance(goal, (list, tuple)) and len(goal) == 2:
+        lines.append(f"Goal: make the {goal[0]} touch the {goal[1]}")
+    elif isinstance(goal, str) and goal:
+        lines.append(f"Goal: {goal}")
+    px = meta.get("action_px")
+    if isinstance(px, dict) and {"x", "y", "radius"} <= set(px):
+        act = meta.get("action") or []
+        raw = f" [action x={act[0]:.3f} y={act[1]:.3f} r={act[2]:.3f}]" if len(act) == 3 else ""
+        lines.append(
+            f"Action: red ball of radius {px['radius']:.1f} placed at ({px['x']:.1f}, {px['y']:.1f}){raw}"
+        )
+    elif meta.get("action") is not None:
+        lines.append(f"Action: {meta['action']}")
+    else:
+        lines.append("Action: none (the scene runs as built)")
+    world = meta.get("world_size")
+    units = meta.get("units", "")
+    rate = 1.0 / trace.dt if trace.dt > 0 else float("nan")
+    digits = 3 if units == "m" else 1  # metre-scale (MuJoCo) scenes need millimetres, pixel scenes do not
+    up = "z up" if trace.dim == 3 else "y up"
+    world_text = (
+        " x ".join(_fmt_num(float(w)) for w in world) + f" {units}".rstrip() + f", {up}, gravity down; "
+        if world else ""
+    )
+    duration = float(trace.time[-1] - trace.time[0]) if trace.num_frames else 0.0
+    outcome = ""
+    if "success" in meta:
+        solved = meta.get("solved_frame")
+        if meta.get("success"):
+            when = f" at {solved * float(meta.get('dt', trace.dt)):.2f} s" if isinstance(solved, int) else ""
+            outcome = f"; outcome: goal reached{when}"
+        else:
+            outcome = "; outcome: goal not reached" if meta.get("goal") else ""
+    lines.append(
+        f"World: {world_text}{duration:.2f} s recorded ({trace.num_frames} frames at {rate:.0f} per second){outcome}"
+    )
+    lines.append(f"Bodies (initial centre position{', ' + units if units else ''}):")
+    walls = []
+    for i, body in enumerate(trace.bodies):
+        if body.role == "wall":
+            walls.append(body.name)
+            continue
+        kind = body.shape if body.color in body.name else f"{body.color} {body.shape}"
+        desc = [kind, "dynamic" if body.dynamic else "static"]
+        if body.size:
+            desc.append(_size_text(body.size, digits))
+        if trace.dim == 2:
+            ang = math.degrees(float(trace.angle[0, i]))
+            if abs(ang) > 0.05:
+                desc.append(f"angle {ang:.0f} deg")
+        speed = float(np.linalg.norm(trace.velocity[0, i]))
+        if speed > 1e-6:
+            desc.append(f"initial velocity {_fmt_xy(trace.velocity[0, i], digits)}")
+        lines.append(f"- {body.name}: {', '.join(desc)}, at {_fmt_xy(trace.position[0, i], digits)}")
+    if walls:
+        lines.append(f"- walls (static, scene border): {', '.join(walls)}")
+    return "\n".join(lines)
+
+
+@dataclass
+class _Line:
+    start: int
+    end: int
+    pattern: str
+    order: int
+    objects: list[str]
+    text_params: list[str]
+    count: int
+
+    def time_text(self, dt: float) -> str:
+        a = f"{self.start * dt:.2f}"
+        return a if self.end == self.start else f"{a}{DASH}{self.end * dt:.2f}"
+
+    def render(self, dt: float, width: int) -> str:
+        what = ", ".join(self.objects + self.text_params)
+        return f"{self.time_text(dt):<{width}}  {self.pattern}{': ' + what if what else ''}"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int | None) -> list[_Line]:
+    order = {p: i for i, p in enumerate(annotation.patterns)}
+    groups: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for e in annotation.events:
+        if until_frame is not None and e.frame > until_frame:
+            continue
+        fixed = {k: v for k, v in e.params.items() if not _is_number(v)}
+        key = json.dumps(fixed, sort_keys=True, default=str)
+        if activation_span(e.frame, e.params, annotation.num_frames)[1] > e.frame:
+            key += f"@{e.frame}"  # an interval event stands alone
+        groups[(e.pattern, key)].append((e.frame, e.params))
+    last_frame = annotation.num_frames - 1 if until_frame is None else min(until_frame, annotation.num_frames - 1)
+    lines: list[_Line] = []
+    for (pattern, _), evs in groups.items():
+        evs.sort(key=lambda x: x[0])
+        frames = np.array([f for f, _ in evs])
+        breaks = np.nonzero(np.diff(frames) > 1)[0] + 1
+        for chunk in np.split(np.arange(len(evs)), breaks):
+            params = evs[chunk[0]][1]
+            end = max(activation_span(int(frames[c]), evs[c][1], annotation.num_frames)[1] for c in chunk)
+            end = max(int(frames[chunk[-1]]), min(end, last_frame))
+            objects = [v for v in params.values() if isinstance(v, str) and v in body_names]
+            text_params = []
+            for k, v in params.items():
+                if isinstance(v, str) and v in body_names:
+                    continue
+                if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                    continue  # shown as the interval
+                if _is_number(v):
+                    vals = [evs[c][1].get(k) for c in chunk]
+                    nums = [float(x) for x in vals if _is_number(x)]
+                    lo, hi = min(nums), max(nums)
+                    text_params.append(f"{k} {_fmt_num(lo)}" if lo == hi else f"{k} {_fmt_num(lo)}{DASH}{_fmt_num(hi)}")
+                else:
+                    text_params.append(f"{k} {v if isinstance(v, str) else json.dumps(v)}")
+            lines.append(
+                _Line(int(frames[chunk[0]]), end, pattern, order.get(pattern, len(order)),
+                      objects, text_params, len(chunk))
+            )
+    lines.sort(key=lambda ln: (ln.start, ln.order, ln.objects, ln.text_params))
+    return lines
+
+
+def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
+    n_act = sum(ln.count for ln in lines)
+    start, end = min(ln.start for ln in lines), max(ln.end for ln in lines)
+    objs: Counter[str] = Counter()
+    for ln in lines:
+        objs.update(set(ln.objects))
+    # ties by name: Counter order would follow set iteration, which differs between processes
+    top = sorted(objs.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
+    who = ", ".join(f"{name} x{k}" for name, k in top)
+    more = f", +{len(objs) - 6} more" if len(objs) > 6 else ""
+    frames = f" ({n_act} active frames)" if n_act != len(lines) else ""
+    return (
+        f"{pattern}: {len(lines)} times{frames} between {start * dt:.2f} and "
+        f"{end * dt:.2f} s{'; ' + who + more if who else ''}"
+    )
+
+
+def timeline_text(
+    trace: Trace, annotation: Annotation, budget_chars: int = 4000, *, until_s: float | None = None
+) -> str:
+    """The annotation as time-ordered lines within ``budget_chars`` characters.
+
+    ``until_s`` keeps only what happened up to that time (for questions asked
+    about a partially observed rollout).
+    """
+    dt = annotation.dt or trace.dt
+    until_frame = None if until_s is None else int(math.floor(until_s / dt + 1e-9))
+    lines = _merged_lines(annotation, set(trace.names), until_frame)
+    fired = {ln.pattern for ln in lines}
+    quiet = [p for p in annotation.patterns if p not in fired and p not in annotation.errors]
+    width = max((len(ln.time_text(dt)) for ln in lines), default=4)
+    span = f" up to {until_frame * dt:.2f} s" if until_frame is not None else ""
+    head = (
+        f"Timeline{span} (seconds; a{DASH}b = active over that interval): "
+        f"{sum(ln.count for ln in lines)} activations of {len(fired)} patterns"
+    )
+    tail = []
+    if quiet:
+        tail.append("Not observed: " + ", ".join(quiet))
+    if annotation.errors:
+        tail.append("Detector errors (no data): " + ", ".join(sorted(k or "<trace>" for k in annotation.errors)))
+
+    by_pattern: dict[str, list[_Line]] = defaultdict(list)
+    for ln in lines:
+        by_pattern[ln.pattern].append(ln)
+    summarised: dict[str, str] = {}
+
+    def compose(limit: int | None = None) -> tuple[str, int]:
+        body = [ln.render(dt, width) for ln in lines if ln.pattern not in summarised]
+        dropped = 0
+        if limit is not None and limit < len(body):
+            dropped = len(body) - limit
+            body = body[:limit] + [f"... {dropped} later lines cut to fit the size budget"]
+        parts = [head] + body
+        if summarised:
+            parts.append("Frequent patterns (summarised):")
+            parts += [f"- {summarised[p]}" for p in annotation.patterns if p in summarised]
+        return "\n".join(parts + tail), dropped
+
+    text, _ = compose()
+    rendered = {p: sum(len(ln.render(dt, width)) + 1 for ln in v) for p, v in by_pattern.items()}
+    while len(text) > budget_chars:
+        # summarise the pattern whose lines cost the most beyond their summary line
+        gains = []
+        for p, v in by_pattern.items():
+            if p not in summarised and len(v) >= MIN_SUMMARY_LINES:
+                summary = _summary(p, v, dt)
+                gains.append((rendered[p] - len(summary) - 3, p, summary))
+        gains = [g for g in gains if g[0] > 0]
+        if not gains:
+            break
+        _, worst, summary = max(gains)
+        summarised[worst] = summary
+        text, _ = compose()
+    if len(text) > budget_chars:
+        n = sum(1 for ln in lines if ln.pattern not in summarised)
+        lo, hi = 0, n
+        while lo < hi:  # most timeline lines that fit, earliest first
+            mid = (lo + hi + 1) // 2
+            if len(compose(mid)[0]) <= budget_chars:
+                lo = mid
+            else:
+                hi = mid - 1
+        text, _ = compose(lo)
+        if len(text) > budget_chars and tail:  # the lists of quiet or failed patterns go next
+            tail.clear()
+            text, _ = compose(0)
+    if len(text) > budget_chars:  # even the summaries do not fit: keep the whole lines that do
+        cut = text[:budget_chars]
+        text = cut.rsplit("\n", 1)[0] if "\n" in cut else cut
+    return text
+
+
+def annotation_text(
+    trace: Trace, annotation: Annotation, budget_chars: int = 6000, *, until_s: float | None = None
+) -> str:
+    """`scene_header` followed by `timeline_text`; the budget covers both (the header is kept whole)."""
+    header = scene_header(trace)
+    rest = max(200, budget_chars - len(header) - 2)
+    return header + "\n\n" + timeline_text(trace, annotation, rest, until_s=until_s)
