@@ -245,6 +245,7 @@ META: dict[str, Check] = {
     "params": nullable(fields({})),  # the scene's parameters
     "description": nullable(text(empty=True)),
     "goal": nullable(_goal),
+    "task_goal": text(),  # a goal in words (the rope world: the Gauss code to reach)
     "dt": number(0, above=True),  # physics step, seconds
     "stride": integer(1),
     "steps": integer(0),

@@ -180,7 +180,7 @@ class KnotRopeEnv(gym.Env):
     def last_trace(self) -> Trace | None:
         """The episode's trace so far (None before the first step)."""
         if self._trace is None and self.num_steps > 0 and self.world.recorder is not None:
-            self._trace = self.world.trace({"task": self.task.name, "goal": self._goal_text(),
+            self._trace = self.world.trace({"task": self.task.name, "task_goal": self._goal_text(),
                                             "start_index": self.start_index, "goal_index": self.goal_index})
         return self._trace
 

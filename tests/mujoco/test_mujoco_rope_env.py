@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 import simpatterns.envs  # noqa: F401  (registers the ids)
 from simpatterns.envs import KNOT_ROPE, RewardProgramWrapper
 from simpatterns.simulators.mujoco import diagram, load_configurations
+from simpatterns.trace import Trace
 
 ID = "simpatterns.envs:simpatterns/KnotRope-v0"
 
@@ -94,10 +95,10 @@ def test_bad_option_values_fail_in_one_line(kw, message):
     assert "\n" not in str(err.value)
 
 
-def test_info_bodies_trace_and_annotation():
+def test_info_bodies_trace_and_annotation(tmp_path):
     env = gym.make(KNOT_ROPE, obs_mode="state", annotate=True, info_trace=True)
     _, info = env.reset(seed=0)
-    bodies = info["bodies"]
+    bodies, goal = info["bodies"], info["goal"]
     assert len(bodies) == 100 and len(set(bodies)) == 100
     _, _, _, _, info = env.step(np.array([0.3, 0.2, 0.0, 0.0, 0.0, 1.0], np.float32))
     trace, ann = info["trace"], info["annotation"]
@@ -106,6 +107,11 @@ def test_info_bodies_trace_and_annotation():
     assert set(ann.patterns) == set(env.unwrapped.library.labels) and ann.num_frames == trace.num_frames
     assert ann.events_of("bead dragged")  # the push is seen
     assert info["annotation_text"].startswith("Rope loop of 100 beads")
+    # the episode's trace is a valid file: its goal in words is not the PHYRE goal pair
+    trace.save(tmp_path / "episode.npz")
+    again = Trace.load(tmp_path / "episode.npz")
+    assert again.meta["task_goal"] == goal and "goal" not in again.meta
+    assert np.array_equal(again.position, trace.position)
     plain = gym.make(KNOT_ROPE, obs_mode="state")
     plain.reset(seed=0)
     _, _, _, _, info = plain.step(np.zeros(6, np.float32))

@@ -149,6 +149,7 @@ def cases(h: dict[str, Any]) -> dict[str, tuple[str, Any, str]]:
         "variant 1.0": ("meta.variant", 1.0, "an integer >= 0"),
         "params a list": ("meta.params", [1], "an object"),
         "description a number": ("meta.description", 7, "a string"),
+        "task_goal a list": ("meta.task_goal", ["red", "green"], "a non-empty string"),
         "simulator empty": ("meta.simulator", "", "a non-empty string"),
         "mujoco_version a number": ("meta.mujoco_version", 3, "a non-empty string"),
         "gravity 3D in a 2D trace": ("meta.gravity", [0.0, 0.0, -9.81], "a list of finite numbers of 2"),

@@ -71,8 +71,8 @@ def scene_header(trace: Trace) -> str:
     goal = meta.get("goal")
     if isinstance(goal, (list, tuple)) and len(goal) == 2:
         lines.append(f"Goal: make the {goal[0]} touch the {goal[1]}")
-    elif isinstance(goal, str) and goal:
-        lines.append(f"Goal: {goal}")
+    elif isinstance(meta.get("task_goal"), str) and meta["task_goal"]:
+        lines.append(f"Goal: {meta['task_goal']}")
     px = meta.get("action_px")
     if isinstance(px, dict) and {"x", "y", "radius"} <= set(px):
         act = meta.get("action") or []
