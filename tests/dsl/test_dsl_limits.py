@@ -58,9 +58,12 @@ def test_an_error_flood_is_cut_and_costs_linear_time():
         return "AND(\n" + ",\n".join(f'COUNT("no such pattern {i}") >= 1' for i in range(n)) + "\n)"
 
     def cost(n: int) -> tuple[float, list[DSLError]]:
-        t0 = time.process_time()
-        errs = errors_of(program(n))
-        return time.process_time() - t0, errs
+        best = float("inf")
+        for _ in range(3):  # the least of three: a collection or a busy neighbour inflates one reading
+            t0 = time.process_time()
+            errs = errors_of(program(n))
+            best = min(best, time.process_time() - t0)
+        return best, errs
 
     small, errs = cost(700)
     large, errs = cost(2700)  # ~95 KB
