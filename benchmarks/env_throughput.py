@@ -179,8 +179,22 @@ def wrapper_table(cases: list, rounds: int) -> None:
     rng = np.random.default_rng(0)
     ratios: dict[str, list[float]] = {name: [] for name in names[1:]}
     total = dict.fromkeys(names, 0.0)
+    full_gc = [0, 0.0, 0.0]  # full collections while stepping, their CPU seconds, start of the current one
+    stepping = [False]
+
+    def count_full_gc(phase: str, info: dict) -> None:
+        if info["generation"] == 2 and stepping[0]:
+            if phase == "start":
+                full_gc[2] = time.process_time()
+            else:
+                full_gc[0] += 1
+                full_gc[1] += time.process_time() - full_gc[2]
+
+    gc.callbacks.append(count_full_gc)
     for _ in range(rounds):
+        stepping[0] = False
         gc.collect()  # each round starts from the same heap
+        stepping[0] = True
         cpu = dict.fromkeys(names, 0.0)
         for t, v, _, a in cases:
             for k in rng.permutation(len(names)):
@@ -192,6 +206,7 @@ def wrapper_table(cases: list, rounds: int) -> None:
             ratios[name].append(cpu["plain env"] / cpu[name])
         for name in names:
             total[name] += cpu[name]
+    gc.callbacks.remove(count_full_gc)
     n = len(cases) * rounds
     print(f"RewardProgramWrapper / plain env (obs semantic), {len(cases)} rollouts on {len(tasks)} tasks, "
           f"{rounds} rounds, envs in a shuffled order per rollout, rates per CPU-second (all rounds); "
@@ -202,6 +217,8 @@ def wrapper_table(cases: list, rounds: int) -> None:
         medians.append(float(np.median(rs)))
         print(f"{name:14s} {n / total[name]:19.1f} {n / total['plain env']:17.1f} {medians[-1]:7.3f}  "
               f"{min(rs):.3f}-{max(rs):.3f}")
+    print(f"full garbage collections during the rounds: {full_gc[0]}, {full_gc[1] / max(full_gc[0], 1) * 1e3:.0f} ms "
+          "of CPU each (each lands on one env of one round)")
     print(f"HEADLINE wrapper / plain env: median {np.median(medians):.3f}, worst {min(medians):.3f} "
           f"(target >= 0.8): {'met' if min(medians) >= 0.8 else 'NOT met'}\n")
 

@@ -304,10 +304,12 @@ def test_wrapper_pays_the_programs_evaluation_of_the_rollout_on_every_template()
     """Reward and info of the wrapped step equal the program evaluated on the same rollout simulated
     directly (what ``simpatterns reward eval`` computes), for every template's first variant: a touch
     program (contacts at the horizon, events, NEVER) and a distance one, both running through the
-    wrapper's caches (one compiled program, scene views and annotator shared across templates)."""
+    wrapper's caches (one compiled program, scene views and annotator shared across templates), and
+    the task's own program (it reads no pattern: its annotation runs no detector)."""
     from pathlib import Path
 
     from simpatterns.dsl import RewardProgram
+    from simpatterns.envs.scenes import task_program_text
     from simpatterns.simulators.phyre import TEMPLATES, simulate
 
     goals = Path(__file__).resolve().parents[2] / "examples" / "goals"
@@ -321,12 +323,14 @@ def test_wrapper_pays_the_programs_evaluation_of_the_rollout_on_every_template()
         action = np.asarray(template.solution(v), dtype=np.float32)
         trace = simulate(template.variant_scene(v), action, max_steps=300).trace
         assert trace is not None
-        for env in envs:
+        own = RewardProgramWrapper(gym.make(PHYRE_ONE_BALL, template=t, variant=v, obs_mode="objects", **sim),
+                                   task_program_text(template.variant_scene(v), max_steps=300))
+        for env in (*envs, own):
             program: RewardProgram = env.program
             want = program.evaluate(None, trace)
             env.reset(options={"template": t, "variant": v})
             _, reward, _, _, info = env.step(action)
-            assert reward == info["program_score"] == want.score, (t, program.path)
+            assert reward == info["program_score"] == want.score, (t, program.text)
             assert info["is_success"] == want.success and info["program_determined"] == want.determined
             assert [info[f"reward/{c}"] for c in program.clauses] == [c.score for c in want.clauses]
             assert info["task_success"] == trace.success and "trace" not in info
