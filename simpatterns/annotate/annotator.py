@@ -102,6 +102,8 @@ def run_trusted_phase(state: TraceState, library: PatternLibrary, labels: list[s
     """Run trusted ``labels`` in-process on one trace, in order, adding to ``state``;
     ``detectors`` stand in for the library's own of their labels (the same patterns,
     e.g. `IncrementalAnnotator`'s memoised ones)."""
+    if not labels:  # a program reading only positions and contacts: no guarded copy to make
+        return
     trace, events, timings = state.guarded, state.events, state.timings  # per label below: kept lean
     for label in labels:
         det = detectors.get(label) if detectors else None

@@ -300,6 +300,42 @@ def test_program_reward_equals_reward_eval_cli(tmp_path):
     assert rows[0][1]["is_success"] and not rows[1][1]["is_success"]  # one success, one partial
 
 
+def test_wrapper_pays_the_programs_evaluation_of_the_rollout_on_every_template():
+    """Reward and info of the wrapped step equal the program evaluated on the same rollout simulated
+    directly (what ``simpatterns reward eval`` computes), for every template's first variant: a touch
+    program (contacts at the horizon, events, NEVER) and a distance one, both running through the
+    wrapper's caches (one compiled program, scene views and annotator shared across templates), and
+    the task's own program (it reads no pattern: its annotation runs no detector)."""
+    from pathlib import Path
+
+    from simpatterns.dsl import RewardProgram
+    from simpatterns.envs.scenes import task_program_text
+    from simpatterns.simulators.phyre import TEMPLATES, simulate
+
+    goals = Path(__file__).resolve().parents[2] / "examples" / "goals"
+    tasks = [(t, 0) for t in TEMPLATES if TEMPLATES[t].num_variants]
+    assert len(tasks) == 25
+    sim = dict(max_steps=300)  # short rollouts: the equality, not the physics, is under test
+    envs = [RewardProgramWrapper(gym.make(PHYRE_ONE_BALL, tasks=tasks, obs_mode="objects", **sim), path)
+            for path in (goals / "a01_touch_at_end_red_never_green.rwd", goals / "a06_near_miss.rwd")]
+    for t, v in tasks:
+        template = get_template(t)
+        action = np.asarray(template.solution(v), dtype=np.float32)
+        trace = simulate(template.variant_scene(v), action, max_steps=300).trace
+        assert trace is not None
+        own = RewardProgramWrapper(gym.make(PHYRE_ONE_BALL, template=t, variant=v, obs_mode="objects", **sim),
+                                   task_program_text(template.variant_scene(v), max_steps=300))
+        for env in (*envs, own):
+            program: RewardProgram = env.program
+            want = program.evaluate(None, trace)
+            env.reset(options={"template": t, "variant": v})
+            _, reward, _, _, info = env.step(action)
+            assert reward == info["program_score"] == want.score, (t, program.text)
+            assert info["is_success"] == want.success and info["program_determined"] == want.determined
+            assert [info[f"reward/{c}"] for c in program.clauses] == [c.score for c in want.clauses]
+            assert info["task_success"] == trace.success and "trace" not in info
+
+
 def test_wrapper_info_and_the_annotation_it_reads():
     from simpatterns.annotation import Annotation
 
