@@ -284,6 +284,7 @@ class Trace:
         self._dynamic_cache: np.ndarray | None = None
         self._speed_cache: np.ndarray | None = None
         self._contact_key_cache: tuple[np.ndarray, np.ndarray | None] | None = None
+        self._touch_runs_cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ shape
     @property
@@ -405,6 +406,20 @@ class Trace:
     def _contact_key(self, frame: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         n = self.num_bodies
         return (frame.astype(np.int64) * n + a) * n + b
+
+    def touch_runs(self, gap: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair's runs of touching frames: int64 arrays ``(a, b, first, last)`` (bodies as in
+        the contact rows, first and last frame inclusive), ordered by pair (a, then b) then frame.
+        Frames of a pair at most ``gap`` apart without a contact row join one run. Cached per
+        ``gap``, read-only (the touch detectors share them)."""
+        runs = self._touch_runs_cache.get(gap)
+        if runs is None:
+            runs = _pair_runs(self.contact_a, self.contact_b, self.contact_frame, self.num_bodies,
+                              self.num_frames, gap)
+            self._touch_runs_cache[gap] = runs
+        for r in runs:  # shared by every caller (also after unpickling)
+            r.flags.writeable = False
+        return runs
 
     def touching(self, frame: int) -> list[tuple[str, str]]:
         """Name pairs in contact at ``frame`` (each pair once, index order)."""
@@ -759,6 +774,30 @@ class _Inflater:
         if self._zlib is None:
             return self._pos >= len(self._body)
         return self._zlib.eof and not self._zlib.unconsumed_tail
+
+
+def _pair_runs(a: np.ndarray, b: np.ndarray, frame: np.ndarray, n: int, num_frames: int,
+               gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`Trace.touch_runs` of contact rows (any row order): one boolean row of frames per pair that
+    touches, all rows laid end to end, read for its edges (no sort of the contact rows)."""
+    key = a.astype(np.int64) * n + b
+    if key.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy(), empty.copy()
+    keys = np.flatnonzero(np.bincount(key))  # the pairs that touch, in order: one row each
+    slot = np.zeros(keys[-1] + 1, dtype=np.int64)
+    slot[keys] = np.arange(keys.size)
+    width = num_frames + 2  # a free column at either end of each row
+    mask = np.zeros(keys.size * width, dtype=bool)
+    mask[slot[key] * width + frame + 1] = True
+    edge = np.flatnonzero(mask[1:] != mask[:-1])  # alternately the first frame and the stop of a run
+    row = edge[::2] // width
+    start, stop = edge[::2] - row * width, edge[1::2] - row * width
+    if gap and row.size > 1:  # runs of one pair at most `gap` frames apart join
+        keep = np.concatenate(([True], (row[1:] != row[:-1]) | (start[1:] - stop[:-1] > gap)))
+        row, start, stop = row[keep], start[keep], stop[np.concatenate((keep[1:], [True]))]
+    pair = keys[row]
+    return pair // n, pair % n, start, stop - 1
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

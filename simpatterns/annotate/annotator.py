@@ -67,6 +67,23 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
     Returns the validated events sorted by frame. Raises `DetectorError` naming the
     pattern (and the line of the detector's source where it failed, if known).
     """
+    return _run_detector(detector, trace, events, _converted)
+
+
+def _converted(events: Sequence[tuple[int, dict]]) -> EventList:
+    return [(int(f), dict(p)) for f, p in events]
+
+
+def _copied(events: EventList) -> EventList:
+    """Fresh copies of events that ``validate_events`` returned (int frames, dict params):
+    what `_converted` makes of them, for half its cost."""
+    return [(f, p.copy()) for f, p in events]
+
+
+def _run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence[tuple[int, dict]]],
+                  fresh: Callable[[Any], EventList]) -> EventList:
+    """`run_detector`, each dependency's events passed as ``fresh(events)``: a new list of new
+    params dicts, so one detector cannot change what another reads."""
     if not detector.trusted or detector.detect is None:
         raise DetectorError("untrusted (LLM-written) detector: it runs only in the sandbox; "
                             "annotate it with a library (annotate/annotate_many)", detector.pattern)
@@ -74,7 +91,7 @@ def run_detector(detector: Detector, trace: Trace, events: Mapping[str, Sequence
     for label in detector.depends:
         if label not in events:
             raise DetectorError(f"dependency {label!r} has no events (it did not run)", detector.pattern)
-        deps[label] = [(int(f), dict(p)) for f, p in events[label]]
+        deps[label] = fresh(events[label])
     try:
         raw = detector.detect(trace, deps)
     except Exception as exc:  # any failure inside detector code is that detector's error
@@ -115,7 +132,8 @@ def run_trusted_phase(state: TraceState, library: PatternLibrary, labels: list[s
             continue
         t0 = time.perf_counter()
         try:
-            events[label] = run_detector(det, trace, events)
+            # a state's events were all validated (here, in the sandbox or in a worker): plain copies do
+            events[label] = _run_detector(det, trace, events, _copied)
         except DetectorError as exc:
             state.fail(label, _strip_where(exc), time.perf_counter() - t0)
         else:

@@ -78,6 +78,10 @@ def test_run_detector_passes_only_declared_dependencies(drop_trace, sources):
     kept = [(f, dict(p)) for f, p in touching]
     assert run_detector(greedy, drop_trace, extra) == []
     assert extra["touching"] == kept
+    # nor, in a library, what the annotation keeps and what later detectors read
+    lib = PatternLibrary.from_detectors([load_detector(sources["touching"]), greedy, load_detector(sources["first touch"])])
+    ann = annotate(drop_trace, lib)
+    assert not ann.errors and ann.events_of("touching") == kept and ann.events_of("first touch")
 
 
 def test_annotate_many_in_a_pool_matches_serial(drop_traces, small_library, tmp_path):

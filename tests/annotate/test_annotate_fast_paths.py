@@ -144,3 +144,34 @@ def test_contact_row_without_contacts(trace):
     empty = dataclasses.replace(trace, **{f: getattr(trace, f)[:0] for f in (
         "contact_frame", "contact_a", "contact_b", "contact_point", "contact_normal", "contact_impulse")})
     assert empty.contact_row([1, 2], [0, 1], [1, 0]).tolist() == [-1, -1]
+
+
+def _touch_runs_by_scan(trace, gap):
+    """`Trace.touch_runs` the plain way: each pair's contact frames walked in order."""
+    frames = {}
+    for f, a, b in zip(trace.contact_frame.tolist(), trace.contact_a.tolist(), trace.contact_b.tolist()):
+        frames.setdefault((a, b), set()).add(f)
+    out = []
+    for (a, b), fs in sorted(frames.items()):
+        fs = sorted(fs)
+        first = fs[0]
+        for prev, f in zip(fs, fs[1:] + [None]):
+            if f is None or f - prev > gap + 1:
+                out.append((a, b, first, prev))
+                first = f
+    return out
+
+
+@pytest.mark.parametrize("gap", [0, 2, 40])
+def test_touch_runs_are_each_pairs_runs_shared_and_read_only(trace, gap):
+    runs = trace.touch_runs(gap)
+    assert runs is trace.touch_runs(gap) and not any(r.flags.writeable for r in runs)
+    assert [tuple(r) for r in zip(*(x.tolist() for x in runs))] == _touch_runs_by_scan(trace, gap)
+    assert len(runs[0]) > 1  # the ball rolls off the bar and lands: more than one touch
+    perm = np.random.default_rng(1).permutation(trace.num_contacts)  # rows in any order: the same runs
+    shuffled = dataclasses.replace(trace, **{f: getattr(trace, f)[perm] for f in (
+        "contact_frame", "contact_a", "contact_b", "contact_point", "contact_normal", "contact_impulse")})
+    assert all(np.array_equal(x, y) for x, y in zip(shuffled.touch_runs(gap), runs))
+    empty = dataclasses.replace(trace, **{f: getattr(trace, f)[:0] for f in (
+        "contact_frame", "contact_a", "contact_b", "contact_point", "contact_normal", "contact_impulse")})
+    assert all(x.size == 0 for x in empty.touch_runs(gap))

@@ -17,18 +17,11 @@ MERGE_GAP = 2  # frames apart that do not end a touch (as "touch start")
 
 
 def detect(trace, events):
-    n = trace.num_bodies
-    key = trace.contact_a.astype(np.int64) * n + trace.contact_b.astype(np.int64)
-    frame = trace.contact_frame.astype(np.int64)
-    if key.size == 0:
-        return []
-    order = np.lexsort((frame, key))
-    key, frame = key[order], frame[order]
-    end = np.ones(key.size, dtype=bool)  # the last contact of each touch
-    end[:-1] = (key[1:] != key[:-1]) | (frame[1:] - frame[:-1] > MERGE_GAP + 1)
+    # every pair's touches, contacts at most MERGE_GAP frames apart merged; shared with "touch start"
+    a, b, _, last = trace.touch_runs(MERGE_GAP)
     # the separation must be seen to last longer than the flicker within the trace
-    seen = end & (frame + MERGE_GAP + 1 <= trace.num_frames - 1)
+    seen = np.flatnonzero(last + MERGE_GAP + 1 <= trace.num_frames - 1)
     names = trace.names
-    out = [(f + 1, {"object_a": names[k // n], "object_b": names[k % n]})
-           for f, k in zip(frame[seen].tolist(), key[seen].tolist())]
+    out = [(f + 1, {"object_a": names[i], "object_b": names[j]})
+           for f, i, j in zip(last[seen].tolist(), a[seen].tolist(), b[seen].tolist())]
     return sorted(out, key=lambda ev: ev[0])

@@ -1,5 +1,3 @@
-import numpy as np
-
 PATTERN = "touch start"
 DESCRIPTION = (
     "Two bodies start touching, counted as a person counts touches: contacts of a pair at most 2 frames "
@@ -17,24 +15,9 @@ DURATION = "instant"
 MERGE_GAP = 2  # frames apart that do not end a touch: the contact solver's flicker, not a separation
 
 
-def touches(trace):
-    """Merged touches of every pair: arrays (a, b, first frame, last frame), ordered by pair then frame."""
-    n = trace.num_bodies
-    key = trace.contact_a.astype(np.int64) * n + trace.contact_b.astype(np.int64)
-    frame = trace.contact_frame.astype(np.int64)
-    if key.size == 0:
-        return key, key, key, key
-    order = np.lexsort((frame, key))
-    key, frame = key[order], frame[order]
-    new = np.ones(key.size, dtype=bool)
-    new[1:] = (key[1:] != key[:-1]) | (frame[1:] - frame[:-1] > MERGE_GAP + 1)
-    first = np.flatnonzero(new)
-    last = np.append(first[1:], key.size) - 1
-    return key[first] // n, key[first] % n, frame[first], frame[last]
-
-
 def detect(trace, events):
-    a, b, first, _ = touches(trace)
+    # every pair's touches, contacts at most MERGE_GAP frames apart merged; shared with "touch end"
+    a, b, first, _ = trace.touch_runs(MERGE_GAP)
     names = trace.names
     out = [(f, {"object_a": names[i], "object_b": names[j]})
            for f, i, j in zip(first.tolist(), a.tolist(), b.tolist())]
