@@ -23,9 +23,10 @@ short traces cannot amortise.
 
 ``--reference DIR`` (default ``tests/data/reference_detectors``, the frozen copies of
 detectors as they were before a speed-up) also times each reference detector beside the
-library's detector of the same pattern, on the same guarded trace with the same dependency
-events, interleaved call by call, checks that both emit the same events, and prints the
-speed-up (reference CPU / library CPU, best of reps per trace, summed over the traces).
+library's detector of the same pattern, with the same dependency events, interleaved,
+checks that both emit the same events, and prints two speed-ups (reference CPU / library
+CPU, best of reps per trace, summed over the traces): warm, the trace's shared caches
+already filled, and cold, a fresh view per call.
 """
 
 from __future__ import annotations

@@ -36,10 +36,15 @@ def activation_span(frame: int, params: dict[str, Any], num_frames: int) -> tupl
     """First and last frame of one activation: a single frame, or ``frame .. frame +
     frames - 1`` when it carries an integer ``frames`` param (the built-in detectors'
     convention for interval patterns: one event at the start, with its length)."""
-    n = params.get(DURATION_KEY)
-    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
-        return frame, min(frame + n - 1, max(num_frames - 1, frame))
+    if _spans(params):
+        return frame, min(frame + params[DURATION_KEY] - 1, max(num_frames - 1, frame))
     return frame, frame
+
+
+def _spans(params: dict[str, Any]) -> bool:
+    """True for an interval event (an integer ``frames`` param of at least 1)."""
+    n = params.get(DURATION_KEY)
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 1
 
 
 def _fmt_num(v: float) -> str:
@@ -184,7 +189,7 @@ def _group_lines(pattern: str, order: int, evs: list[tuple[int, dict[str, Any]]]
         for k, v in params.items():
             if isinstance(v, str) and v in body_names:
                 continue
-            if k == DURATION_KEY and isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            if k == DURATION_KEY and _spans(params):
                 continue  # shown as the interval
             if _is_number(v):
                 vals = [p.get(k) for _, p in chunk]
@@ -275,11 +280,6 @@ class TimelineLines:
         return _sorted_lines(lines)
 
 
-def _spans(params: dict[str, Any]) -> bool:
-    """True for an interval event (its line depends on where the trace ends)."""
-    n = params.get(DURATION_KEY)
-    return isinstance(n, int) and not isinstance(n, bool) and n >= 1
-
 
 def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
     n_act = sum(ln.count for ln in lines)
@@ -361,7 +361,9 @@ def timeline_text(
         gains = []
         for p, v in by_pattern.items():
             if p not in summarised and len(v) >= MIN_SUMMARY_LINES:
-                summary = summaries.get(p) or summaries.setdefault(p, _summary(p, v, dt))
+                if p not in summaries:
+                    summaries[p] = _summary(p, v, dt)
+                summary = summaries[p]
                 gains.append((rendered[p] - len(summary) - 3, p, summary))
         gains = [g for g in gains if g[0] > 0]
         if not gains:
