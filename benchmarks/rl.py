@@ -18,6 +18,11 @@ Reward kinds:
 - ``sparse``: the environment's own reward, 1 on PHYRE's success, else 0;
 - ``dense``: the dense score of the template's task program
   (`simpatterns.envs.scenes.task_program_text`: TOUCHING(goal pair, hold=0.18));
+- ``tiebreak``: success first, the dense score as a tie-breaker among
+  failures: 1 on the program's success, else `TIEBREAK_WEIGHT` x the
+  ``dense`` score (PPO normalises advantages per batch, so in a batch without
+  a success the dense score alone orders the actions, and in one with a
+  success the success dominates);
 - ``words``: a program for the goal in words. With ``--words-dir D`` the file
   ``D/<template>.rwd`` (e.g. compiled by ``simpatterns reward compile``) is
   used; otherwise, since compiling needs an LLM, the shipped example
@@ -45,6 +50,7 @@ import argparse
 import csv
 import io
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -69,7 +75,10 @@ from simpatterns.files import atomic_write, atomic_write_json
 from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, TEMPLATES, load_scene
 
 ALGOS = ("PPO", "SAC")
-REWARDS = ("sparse", "dense", "words")
+REWARDS = ("sparse", "dense", "tiebreak", "words")
+TIEBREAK_WEIGHT = 0.1
+TIEBREAK_HEADER = "# tiebreak: 1 on success, else {} x the score"
+TIEBREAK_LINE = re.compile(r"# tiebreak: 1 on success, else ([0-9.]+) x the score\n")
 DEFAULT_STEPS = {"PPO": 10_000, "SAC": 5_000}  # the issue's measurement
 # random actions solve 2-2.7% of these templates' variants (150 draws each), so the
 # sparse reward is seen at all within a few thousand steps
@@ -144,6 +153,9 @@ def reward_program(template: str, reward: str, max_steps: int, words_dir: Path |
     scene = load_scene(template, variant)
     if reward == "dense":
         return task_program_text(scene, max_steps), "simpatterns.envs.scenes.task_program_text"
+    if reward == "tiebreak":  # the header line is saved with the run, so it names the weight
+        return (f"{TIEBREAK_HEADER.format(TIEBREAK_WEIGHT)}\n{task_program_text(scene, max_steps)}",
+                f"1 on success, else {TIEBREAK_WEIGHT} x simpatterns.envs.scenes.task_program_text")
     if words_dir is not None:
         path = words_dir / f"{template}.rwd"
         if not path.is_file():
@@ -161,11 +173,27 @@ def reward_program(template: str, reward: str, max_steps: int, words_dir: Path |
     return header + program + "\n", f"template substitution of {WORDS_EXAMPLE.name} (no LLM)"
 
 
+class SuccessFirst(gym.Wrapper):
+    """One-step episodes: 1 on the program's success, else ``weight`` x the program's reward."""
+
+    def __init__(self, env: gym.Env, weight: float):
+        super().__init__(env)
+        self.weight = weight
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, 1.0 if info["is_success"] else self.weight * float(reward), terminated, truncated, info
+
+
 def make_env(template: str, variants: Sequence[int], max_objects: int, max_steps: int, settle: bool,
              program: str | None = None, invalid: str = "left-alone") -> gym.Env:
     env = gym.make(PHYRE_ONE_BALL_V1, tasks=[(template, v) for v in variants], obs_mode="objects",
                    max_objects=max_objects, max_steps=max_steps, stop_when_settled=settle)
-    return env if program is None else RewardProgramWrapper(env, program, invalid=invalid)
+    if program is None:
+        return env
+    env = RewardProgramWrapper(env, program, invalid=invalid)
+    tiebreak = TIEBREAK_LINE.match(program)  # the run's program names its reward's shape
+    return env if tiebreak is None else SuccessFirst(env, float(tiebreak.group(1)))
 
 
 def rows_needed(template: str, variants: Sequence[int]) -> int:

@@ -13,6 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -104,3 +105,27 @@ def test_words_program_names_each_templates_goal_pair(rl):
         RewardProgram.from_text(text, builtin_library(), bodies=load_scene(template, 0).trace_bodies())
     text, _ = rl.reward_program("00002", "words", 500, None, 0)
     assert "hold=0.36" in text  # 3 s of a 500-step episode
+
+
+def test_tiebreak_pays_success_first_and_a_tenth_of_the_dense_score_below_it(rl):
+    from simpatterns.simulators.phyre import get_template
+
+    rows = rl.rows_needed("00000", [0])
+    tiebreak, source = rl.reward_program("00000", "tiebreak", 1000, None, 0)
+    dense, _ = rl.reward_program("00000", "dense", 1000, None, 0)
+    assert tiebreak.endswith(dense) and f"{rl.TIEBREAK_WEIGHT} x" in source
+    envs = {kind: rl.make_env("00000", [0], rows, 1000, False, text) for kind, text in
+            (("tiebreak", tiebreak), ("dense", dense))}
+    solved = np.asarray(get_template("00000").solution(0), dtype=np.float32) * 2 - 1
+    failed = np.array([-0.9, 0.9, -0.5], dtype=np.float32)  # a small ball high on the left: no success
+    paid = {}
+    for kind, env in envs.items():
+        for name, action in (("solved", solved), ("failed", failed)):
+            env.reset(options={"template": "00000", "variant": 0})
+            _, reward, terminated, _, info = env.step(action)
+            assert terminated and info["is_success"] == (name == "solved") == info["task_success"]
+            paid[kind, name] = reward
+        env.close()
+    assert paid["tiebreak", "solved"] == 1.0 == paid["dense", "solved"]
+    assert 0 < paid["dense", "failed"] < 1
+    assert paid["tiebreak", "failed"] == pytest.approx(rl.TIEBREAK_WEIGHT * paid["dense", "failed"], abs=1e-12)
