@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -142,14 +142,26 @@ class _Line:
     objects: list[str]
     text_params: list[str]
     count: int
+    # texts made before, by (dt,) and (dt, width): lines kept over an episode's steps
+    # (`TimelineLines`) are rendered again at every step
+    _made: dict[tuple[float, ...], str] | None = field(default=None, compare=False, repr=False)
 
     def time_text(self, dt: float) -> str:
-        a = f"{self.start * dt:.2f}"
-        return a if self.end == self.start else f"{a}{DASH}{self.end * dt:.2f}"
+        if self._made is None:
+            self._made = {}
+        text = self._made.get((dt,))
+        if text is None:
+            a = f"{self.start * dt:.2f}"
+            text = self._made[(dt,)] = a if self.end == self.start else f"{a}{DASH}{self.end * dt:.2f}"
+        return text
 
     def render(self, dt: float, width: int) -> str:
-        what = ", ".join(self.objects + self.text_params)
-        return f"{self.time_text(dt):<{width}}  {self.pattern}{': ' + what if what else ''}"
+        text = self._made.get((dt, width)) if self._made is not None else None
+        if text is None:
+            what = ", ".join(self.objects + self.text_params)
+            text = f"{self.time_text(dt):<{width}}  {self.pattern}{': ' + what if what else ''}"
+            self._made[(dt, width)] = text  # time_text made the dict
+        return text
 
 
 def _is_number(v: Any) -> bool:
@@ -223,21 +235,32 @@ def _merged_lines(annotation: Annotation, body_names: set[str], until_frame: int
 
 @dataclass
 class _PatternLines:
-    """One pattern's events seen so far, grouped, and each group's lines."""
+    """One pattern's events seen so far, grouped, and each group's lines, made for a trace of
+    ``num_frames`` frames. ``open``: the groups whose lines depend on where the trace ends (an
+    interval running past its last frame is cut there); ``rekey``: an interval event on the last
+    frame, whose group would change on a longer trace."""
 
     order: int
     seen: list[tuple[int, dict[str, Any]]]
     groups: dict[Any, list[tuple[int, dict[str, Any]]]]
     lines: dict[Any, list[_Line]]
+    num_frames: int = 0
+    open: set[Any] = field(default_factory=set)
+    rekey: bool = False
+
+
+def _cut(frame: int, params: dict[str, Any], num_frames: int) -> bool:
+    """True for an interval event running past the trace's last frame (cut there)."""
+    return _spans(params) and frame + params[DURATION_KEY] > num_frames
 
 
 class TimelineLines:
     """The lines of `timeline_text` for the annotation of a trace that grows (an episode's,
     after every step), kept from one call to the next: a pattern whose events extend the
-    ones seen before with instants at later frames (contact starts, crossings) has only
-    the groups its new events join made again; a pattern with interval events, whose lines
-    depend on where the trace ends, is made whole. The text equals the one made afresh.
-    One per episode (or trace): `clear` when it starts."""
+    ones seen before with events at later frames has only the groups its new events join
+    made again, and the groups holding an interval that ran past the trace's previous end
+    (their lines end where the trace does). The text equals the one made afresh. One per
+    episode (or trace): `clear` when it starts."""
 
     def __init__(self) -> None:
         self.clear()
@@ -261,32 +284,37 @@ class TimelineLines:
             kept = self._patterns.get(pattern)
             n = len(kept.seen) if kept is not None else 0
             new = events[n:]
-            if (kept is None or kept.order != order[pattern] or len(events) < n or events[:n] != kept.seen
-                    or any(_spans(p) for _, p in new) or (n and new and new[0][0] <= kept.seen[-1][0])):
+            changed = set()
+            if (kept is None or kept.order != order[pattern] or len(events) < n or T < kept.num_frames
+                    or kept.rekey or events[:n] != kept.seen or (n and new and new[0][0] <= kept.seen[-1][0])):
                 kept = self._patterns[pattern] = _PatternLines(order[pattern], [], {}, {})
                 new = events
-                if any(_spans(p) for _, p in events):
-                    del self._patterns[pattern]  # intervals: made whole at every call
-            changed = set()
+            elif T != kept.num_frames:
+                changed |= kept.open  # their intervals were cut at the previous end
             for e in sort_events([PatternEvent(pattern, f, q) for f, q in new]):
                 key = _group_key(e.frame, e.params, T)
                 kept.groups.setdefault(key, []).append((e.frame, e.params))
                 changed.add(key)
             for key in changed:
-                kept.lines[key] = _group_lines(pattern, kept.order, kept.groups[key], body_names, T, T - 1)
+                group = kept.groups[key]
+                kept.lines[key] = _group_lines(pattern, kept.order, group, body_names, T, T - 1)
+                if any(_cut(f, q, T) for f, q in group):
+                    kept.open.add(key)
+                else:
+                    kept.open.discard(key)
             kept.seen = list(events)
+            kept.num_frames = T
+            # an interval starting on the last frame is grouped as an instant until the trace grows
+            kept.rekey = any(_spans(q) and q[DURATION_KEY] > 1 and f >= T - 1 for f, q in new)
             for key in kept.groups:
                 lines += kept.lines[key]
         return _sorted_lines(lines)
 
 
-
 def _summary(pattern: str, lines: list[_Line], dt: float) -> str:
     n_act = sum(ln.count for ln in lines)
     start, end = min(ln.start for ln in lines), max(ln.end for ln in lines)
-    objs: Counter[str] = Counter()
-    for ln in lines:
-        objs.update(set(ln.objects))
+    objs = Counter(name for ln in lines for name in dict.fromkeys(ln.objects))  # lines per object
     # ties by name: Counter order would follow set iteration, which differs between processes
     top = sorted(objs.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
     who = ", ".join(f"{name} x{k}" for name, k in top)

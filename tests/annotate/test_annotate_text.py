@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import numpy as np
+
 from simpatterns.annotation import Annotation, PatternEvent
 from simpatterns.annotate.annotator import annotate
 from simpatterns.annotate.text import annotation_text, scene_header, timeline_text
@@ -102,3 +104,41 @@ def test_frames_param_is_an_interval_and_is_cut_by_until(drop_trace):
     cut = timeline_text(drop_trace, _annotation(events), until_s=1.2)
     assert any(ln.split() == ["1.00–1.20", "airborne:", "red", "ball"] for ln in cut.splitlines())
     assert "1.48" not in cut and "bounce" not in cut.split("\n", 1)[1].split("Not observed")[0]
+
+
+def test_lines_kept_over_a_growing_trace_equal_lines_made_afresh():
+    """`TimelineLines` on an annotation that grows step by step, as an episode's does: intervals
+    cut at the trace's end (their lines end where the trace does until they close), intervals
+    starting on the last frame (grouped as an instant until the trace grows), instants joining
+    earlier groups, events rewritten (an open interval whose length changes) and a fresh episode
+    in the same object. Each call's lines equal `_merged_lines` on the same annotation."""
+    from simpatterns.annotate.text import TimelineLines, _merged_lines
+
+    rng = np.random.default_rng(7)
+    names = {"bead 1", "bead 2", "bead 3"}
+    kept = TimelineLines()
+    compared = cut_seen = last_frame_interval = 0
+    for episode in range(12):
+        drag: list[tuple[int, dict]] = []
+        touch: list[tuple[int, dict]] = []
+        T = 1
+        for step in range(30):
+            T += int(rng.integers(1, 9))
+            for f in sorted(rng.choice(np.arange(T - 8 if T > 8 else 0, T), size=int(rng.integers(0, 3)),
+                                       replace=False).tolist()):
+                if drag and f <= drag[-1][0]:
+                    continue  # a detector reports in frame order
+                bead = f"bead {int(rng.integers(1, 4))}"
+                drag.append((f, {"object": bead, "frames": int(rng.integers(1, 12)), "distance": float(f % 5)}))
+                touch.append((f, {"object_a": bead, "object_b": "bead 3"}))
+            if drag and rng.random() < 0.2:  # the last interval is still growing: the detector rewrites it
+                f, q = drag[-1]
+                drag[-1] = (f, {**q, "frames": q["frames"] + 1})
+            ann = Annotation({"bead dragged": list(drag), "contact start": list(touch)}, T,
+                             ["bead dragged", "contact start", "crossing formed"])
+            got = kept.lines(ann, names)
+            assert got == _merged_lines(ann, names, None), (episode, step, T)
+            compared += 1
+            cut_seen += any(f + q["frames"] > T for f, q in drag)
+            last_frame_interval += any(f == T - 1 and q["frames"] > 1 for f, q in drag)
+    assert compared == 360 and cut_seen > 30 and last_frame_interval > 3  # the cases the kept lines must redo
