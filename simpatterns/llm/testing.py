@@ -538,6 +538,13 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 256
     owner: "ScriptedLLMServer"
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that hung up (its timeout, a cancelled request) is no error of the server's:
+        # socketserver would print a traceback for each one
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class ScriptedLLMServer:
     """The scripted server; start/stop it or use it as a context manager."""

@@ -85,3 +85,25 @@ def test_script_files(tmp_path):
     script.write_text('{"replies": [')
     with pytest.raises(ValueError, match=r"s.json:1:\d+: invalid JSON"):
         ScriptedLLMServer.from_script(script)
+
+
+def test_a_client_that_hangs_up_prints_no_traceback_and_the_server_goes_on(capfd):
+    import socket
+    import struct
+
+    with ScriptedLLMServer(default="fine") as server:
+        for _ in range(3):  # half a request line, then a reset (SO_LINGER 0), as a timed-out client leaves
+            s = socket.create_connection((server.host, server.port), timeout=5)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Le")
+            s.close()
+        assert post(server, chat("x"))[1]["choices"][0]["message"]["content"] == "fine"
+        # the server's own error hook, as socketserver calls it: quiet for a hang-up only
+        for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe"),
+                      ValueError("a real bug")):
+            try:
+                raise error
+            except Exception:
+                server._httpd.handle_error(None, ("127.0.0.1", 1))
+    err = capfd.readouterr().err
+    assert err.count("Traceback") == 1 and "ValueError: a real bug" in err and "Connection" not in err, err
