@@ -50,7 +50,6 @@ import argparse
 import csv
 import io
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -78,8 +77,7 @@ ALGOS = ("PPO", "SAC")
 REWARDS = ("sparse", "dense", "tiebreak", "words")
 DEFAULT_REWARDS = ("sparse", "dense", "words")  # tiebreak: a second try, asked for by name
 TIEBREAK_WEIGHT = 0.1
-TIEBREAK_HEADER = "# tiebreak: 1 on success, else {} x the score"
-TIEBREAK_LINE = re.compile(r"# tiebreak: 1 on success, else ([0-9.]+) x the score\n")
+TIEBREAK_HEADER = "# tiebreak: 1 on success, else {} x the score"  # saved with each run's program
 DEFAULT_STEPS = {"PPO": 10_000, "SAC": 5_000}  # the issue's measurement
 # random actions solve 2-2.7% of these templates' variants (150 draws each), so the
 # sparse reward is seen at all within a few thousand steps
@@ -187,14 +185,14 @@ class SuccessFirst(gym.Wrapper):
 
 
 def make_env(template: str, variants: Sequence[int], max_objects: int, max_steps: int, settle: bool,
-             program: str | None = None, invalid: str = "left-alone") -> gym.Env:
+             program: str | None = None, invalid: str = "left-alone", tiebreak: float | None = None) -> gym.Env:
+    """The env, paying ``program``'s reward if given; with ``tiebreak``, 1 on success, else that x it."""
     env = gym.make(PHYRE_ONE_BALL_V1, tasks=[(template, v) for v in variants], obs_mode="objects",
                    max_objects=max_objects, max_steps=max_steps, stop_when_settled=settle)
     if program is None:
         return env
     env = RewardProgramWrapper(env, program, invalid=invalid)
-    tiebreak = TIEBREAK_LINE.match(program)  # the run's program names its reward's shape
-    return env if tiebreak is None else SuccessFirst(env, float(tiebreak.group(1)))
+    return env if tiebreak is None else SuccessFirst(env, tiebreak)
 
 
 def rows_needed(template: str, variants: Sequence[int]) -> int:
@@ -238,8 +236,10 @@ def train_run(spec: RunSpec, config: RunConfig, max_objects: int, progress: Call
 
     # Monitor goes outside the reward wrapper (make_vec_env wraps what make_env returns),
     # so the episode returns it logs are the reward the agent learns from
+    tiebreak = TIEBREAK_WEIGHT if spec.reward == "tiebreak" else None
     venv = make_vec_env(lambda: make_env(spec.template, config.train, max_objects, config.max_steps, config.settle,
-                                         config.program, config.invalid or "left-alone"), n_envs=config.n_envs, seed=spec.seed)
+                                         config.program, config.invalid or "left-alone", tiebreak),
+                        n_envs=config.n_envs, seed=spec.seed)
     eval_env = make_env(spec.template, config.held_out, max_objects, config.max_steps, settle=False)
     model = build_model(spec.algo, venv, spec.seed, config.hyper)
     curve: list[dict[str, float]] = []

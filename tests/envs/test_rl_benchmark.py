@@ -114,8 +114,8 @@ def test_tiebreak_pays_success_first_and_a_tenth_of_the_dense_score_below_it(rl)
     tiebreak, source = rl.reward_program("00000", "tiebreak", 1000, None, 0)
     dense, _ = rl.reward_program("00000", "dense", 1000, None, 0)
     assert tiebreak.endswith(dense) and f"{rl.TIEBREAK_WEIGHT} x" in source
-    envs = {kind: rl.make_env("00000", [0], rows, 1000, False, text) for kind, text in
-            (("tiebreak", tiebreak), ("dense", dense))}
+    envs = {"tiebreak": rl.make_env("00000", [0], rows, 1000, False, tiebreak, tiebreak=rl.TIEBREAK_WEIGHT),
+            "dense": rl.make_env("00000", [0], rows, 1000, False, dense)}
     solved = np.asarray(get_template("00000").solution(0), dtype=np.float32) * 2 - 1
     failed = np.array([-0.9, 0.9, -0.5], dtype=np.float32)  # a small ball high on the left: no success
     paid = {}
