@@ -226,6 +226,12 @@ class ProcessExecutor(Executor):
                 p.join(timeout=2)
             except (OSError, AssertionError):
                 pass
+        # The pool's manager thread closes its wake-up pipe as it ends. Python 3.11's exit
+        # handler writes to that pipe unless it is closed already, and a close landing between
+        # that check and the write prints an OSError traceback at exit: let the thread end first.
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None and manager is not threading.current_thread():
+            manager.join(timeout=STOP_GRACE_S)
 
     def close(self) -> None:
         pool = self._pool
