@@ -25,7 +25,7 @@ from simpatterns.dsl import RewardProgram
 if TYPE_CHECKING:
     from simpatterns.annotate.incremental import IncrementalAnnotator
 
-REWARD_KINDS = ("score", "success")
+REWARD_KINDS = ("score", "success", "gain")
 INVALID_SCORES = ("left-alone", "zero")
 
 
@@ -37,7 +37,13 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
     for the rope).
     ``reward="score"`` pays the dense score in [0, 1]; ``"success"`` 1.0 on
-    the program's success, else 0.0. An invalid action changes nothing, so by
+    the program's success, else 0.0; ``"gain"`` 1.0 on success, else the
+    score less the program's score on the task's rollout left alone (in
+    [-1, 1]; ``info["left_alone_score"]``; taken as 0 for an environment
+    with no such rollout). Most actions leave the goal bodies as they were
+    and score what doing nothing scores, which differs from scene to scene:
+    the gain pays only what the action changed (in `benchmarks/rl.py` it
+    helped PPO more than the score did). An invalid action changes nothing, so by
     default (``invalid="left-alone"``) it is scored as the world left alone:
     the program on the scene's rollout without the action (for environments
     that offer one, ``left_alone_trace()``; else 0, and 0 for a program about
@@ -146,26 +152,43 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return obs, self._pay(0.0), terminated, truncated, self._trimmed(info, None)
         if not self._scene_checked:
             self._fit(trace.names, "trace")
-        if alone:  # the task's rollout left alone: the same trace each time, scored once
-            hit = self._alone_results.get(id(trace))
-            if hit is None or hit[0] is not trace:
-                if len(self._alone_results) >= 64:
-                    self._alone_results.clear()
-                hit = self._alone_results[id(trace)] = (trace, self.program.evaluate(None, trace))
-            result = hit[1]
+        if alone:
+            result = self._scored_alone(trace)
         else:
             if given is None or not self.program.covers(given):
                 given = self._annotator.annotate(trace)
             result = self.program.evaluate(given, trace)
         info["is_success"] = bool(result.success)
         info["program_score"] = float(result.score)
+        value = float(result.success) if self.reward_kind == "success" else float(result.score)
+        if self.reward_kind == "gain":
+            info["left_alone_score"] = baseline = self._left_alone_score()
+            value = 1.0 if result.success else value - baseline
         # False when the rollout stopped before its horizon and the frames it did not simulate could
         # change the verdict (run the environment with stop_on_success=False to simulate them)
         info["program_determined"] = bool(result.determined)
         info.update({k: float(c.score) for k, c in zip(self.info_keys, result.clauses)})
-        reward = self._pay(float(result.score) if self.reward_kind == "score" else float(result.success))
+        reward = self._pay(value)
         terminated = terminated or (self.terminate_on_success and bool(result.success))
         return obs, reward, terminated, truncated, self._trimmed(info, result.annotation)
+
+    def _scored_alone(self, trace: Any) -> Any:
+        """The program's result on the task's rollout left alone: the same trace each time, scored once."""
+        hit = self._alone_results.get(id(trace))
+        if hit is None or hit[0] is not trace:
+            if len(self._alone_results) >= 64:
+                self._alone_results.clear()
+            hit = self._alone_results[id(trace)] = (trace, self.program.evaluate(None, trace))
+        return hit[1]
+
+    def _left_alone_score(self) -> float:
+        """``reward="gain"``'s baseline: the program's score on the task's rollout left alone; 0
+        without one (no such rollout, or a program about the action's own ball)."""
+        make = getattr(self.env.unwrapped, "left_alone_trace", None)
+        if make is None:
+            return 0.0
+        trace = make()
+        return float(self._scored_alone(trace).score) if self._fits_alone(trace) else 0.0
 
     def _left_alone(self) -> Any:
         """The rollout an invalid action is scored on, or None to pay 0 (``invalid="zero"``, an
@@ -175,11 +198,14 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if self.invalid == "zero" or make is None:
             return None
         trace = make()
+        return trace if self._fits_alone(trace) else None
+
+    def _fits_alone(self, trace: Any) -> bool:
         key = tuple(trace.names)
         fits = self._alone_fits.get(key)
         if fits is None:
             fits = self._alone_fits[key] = not self.program.check_bodies(list(key))
-        return trace if fits else None
+        return fits
 
     def _pay(self, value: float) -> float:
         """The change of the episode's value since the last step."""

@@ -224,6 +224,35 @@ def test_an_invalid_action_is_scored_as_the_world_left_alone():
         RewardProgramWrapper(make(), program, invalid="none")
 
 
+def test_gain_pays_success_first_and_below_it_what_the_action_changed():
+    from simpatterns.dsl import RewardProgram
+    from simpatterns.simulators.phyre import simulate
+
+    program = 'TOUCHING("green ball", "blue ball", hold=0.18)'
+    env = RewardProgramWrapper(make(max_steps=1000), program, reward="gain")
+    env.reset(seed=0, options={"template": "00000", "variant": 0})
+    alone = simulate(env.unwrapped.scene, None, **env.unwrapped.sim_kwargs).trace  # recomputed here
+    baseline = RewardProgram.coerce(program, None).evaluate(None, alone).score
+    assert 0.0 < baseline < 1.0
+    paid = {}
+    for name, action in (("solved", solution()), ("near miss", solution() + np.float32([0.05, 0, 0])),
+                         ("invalid", np.array([1.5, 0.5, 0.5], np.float32))):
+        env.reset(seed=0, options={"template": "00000", "variant": 0})
+        _, paid[name], term, _, info = env.step(action)
+        assert term and info["left_alone_score"] == pytest.approx(baseline)
+        assert info["is_success"] == (name == "solved")
+        if name != "solved":
+            assert paid[name] == pytest.approx(info["program_score"] - baseline)
+    assert paid["solved"] == 1.0 and paid["invalid"] == 0.0
+    assert paid["near miss"] > 0.0  # the ball came closer than doing nothing
+    # a program about the action's own ball has no left-alone world: the gain is the score
+    about_red = RewardProgramWrapper(make(max_steps=1000), 'NEARBY_AT("red ball", target="green ball")',
+                                     reward="gain")
+    about_red.reset(seed=0, options={"template": "00000", "variant": 0})
+    _, r, _, _, info = about_red.step(solution() + np.float32([0.05, 0, 0]))
+    assert info["left_alone_score"] == 0.0 and r == info["program_score"] > 0.0
+
+
 def test_malformed_actions_and_misuse_raise_clear_errors():
     env = make().unwrapped
     with pytest.raises(gym.error.ResetNeeded):

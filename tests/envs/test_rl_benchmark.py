@@ -129,3 +129,30 @@ def test_tiebreak_pays_success_first_and_a_tenth_of_the_dense_score_below_it(rl)
     assert paid["tiebreak", "solved"] == 1.0 == paid["dense", "solved"]
     assert 0 < paid["dense", "failed"] < 1
     assert paid["tiebreak", "failed"] == pytest.approx(rl.TIEBREAK_WEIGHT * paid["dense", "failed"], abs=1e-12)
+
+
+def test_gain_pays_success_first_and_what_the_action_changed_below_it(rl):
+    from simpatterns.simulators.phyre import get_template
+
+    rows = rl.rows_needed("00000", [0])
+    gain, _ = rl.reward_program("00000", "gain", 1000, None, 0)
+    dense, _ = rl.reward_program("00000", "dense", 1000, None, 0)
+    assert gain.endswith(dense) and gain.startswith(rl.GAIN_HEADER)
+    envs = {"gain": rl.make_env("00000", [0], rows, 1000, False, gain, gain=True),
+            "dense": rl.make_env("00000", [0], rows, 1000, False, dense)}
+    solved = np.asarray(get_template("00000").solution(0), dtype=np.float32) * 2 - 1
+    failed = solved + np.float32([0.1, 0, 0])  # a little to the right: a near miss
+    invalid = solved + np.float32([0, 0.1, 0])  # a little higher: the ball leaves the scene
+    paid = {}
+    for kind, env in envs.items():
+        for name, action in (("solved", solved), ("failed", failed), ("invalid", invalid)):
+            env.reset(options={"template": "00000", "variant": 0})
+            _, reward, _, _, info = env.step(action)
+            assert bool(info["invalid_reason"]) == (name == "invalid")
+            paid[kind, name] = reward
+        env.close()
+    assert paid["gain", "solved"] == 1.0 == paid["dense", "solved"]
+    assert 0 < paid["dense", "invalid"] < 1  # the world left alone scores above nothing
+    assert paid["gain", "invalid"] == 0.0
+    assert paid["gain", "failed"] == pytest.approx(paid["dense", "failed"] - paid["dense", "invalid"], abs=1e-12)
+    assert paid["dense", "failed"] > paid["dense", "invalid"]  # the near miss comes closer than doing nothing
