@@ -23,10 +23,11 @@ Reward kinds:
   ``dense`` score (PPO normalises advantages per batch, so in a batch without
   a success the dense score alone orders the actions, and in one with a
   success the success dominates);
-- ``gain`` (only when named): 1 on the program's success, else the ``dense``
-  score less the same program's score on the task's rollout left alone
-  (`RewardProgramWrapper(reward="gain")`): most valid actions leave the goal
-  pair as it was and score what doing nothing scores, which differs by variant;
+- ``gain`` (only when named): 1 on the program's success, else how far the
+  ``dense`` score rose above the same program's score on the task's rollout
+  left alone, and 0 where it did not (`RewardProgramWrapper(reward="gain")`):
+  most valid actions leave the goal pair as it was and score what doing
+  nothing scores, which differs by variant;
 - ``words``: a program for the goal in words. With ``--words-dir D`` the file
   ``D/<template>.rwd`` (e.g. compiled by ``simpatterns reward compile``) is
   used; otherwise, since compiling needs an LLM, the shipped example
@@ -78,11 +79,11 @@ from simpatterns.files import atomic_write, atomic_write_json
 from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, TEMPLATES, load_scene
 
 ALGOS = ("PPO", "SAC")
-REWARDS = ("sparse", "dense", "tiebreak", "gain", "gain+", "words")
+REWARDS = ("sparse", "dense", "tiebreak", "gain", "words")
 DEFAULT_REWARDS = ("sparse", "dense", "words")  # tiebreak and gain: later tries, asked for by name
 TIEBREAK_WEIGHT = 0.1
 TIEBREAK_HEADER = "# tiebreak: 1 on success, else {} x the score"  # saved with each run's program
-GAIN_HEADER = "# gain: 1 on success, else the score less the score of the world left alone"
+GAIN_HEADER = "# gain: 1 on success, else the score's rise above the score of the world left alone, or 0"
 DEFAULT_STEPS = {"PPO": 10_000, "SAC": 5_000}  # the issue's measurement
 # random actions solve 2-2.7% of these templates' variants (150 draws each), so the
 # sparse reward is seen at all within a few thousand steps
@@ -160,12 +161,10 @@ def reward_program(template: str, reward: str, max_steps: int, words_dir: Path |
     if reward == "tiebreak":  # the header line is saved with the run, so it names the weight
         return (f"{TIEBREAK_HEADER.format(TIEBREAK_WEIGHT)}\n{task_program_text(scene, max_steps)}",
                 f"1 on success, else {TIEBREAK_WEIGHT} x simpatterns.envs.scenes.task_program_text")
-    if reward == "gain+":
-        return (f"# gain+: 1 on success, else the score's gain over the world left alone, at least 0\n"
-                f"{task_program_text(scene, max_steps)}", "gain+ (experiment)")
     if reward == "gain":
         return (f"{GAIN_HEADER}\n{task_program_text(scene, max_steps)}",
-                "1 on success, else simpatterns.envs.scenes.task_program_text's score less its score left alone")
+                "1 on success, else the rise of simpatterns.envs.scenes.task_program_text's score above "
+                "its score left alone, at least 0")
     if words_dir is not None:
         path = words_dir / f"{template}.rwd"
         if not path.is_file():
@@ -199,14 +198,12 @@ def make_env(template: str, variants: Sequence[int], max_objects: int, max_steps
              program: str | None = None, invalid: str = "left-alone", tiebreak: float | None = None,
              gain: bool = False) -> gym.Env:
     """The env, paying ``program``'s reward if given; with ``tiebreak``, 1 on success, else that x
-    it; with ``gain``, 1 on success, else its gain over the world left alone."""
+    it; with ``gain``, 1 on success, else its rise above the world left alone, at least 0."""
     env = gym.make(PHYRE_ONE_BALL_V1, tasks=[(template, v) for v in variants], obs_mode="objects",
                    max_objects=max_objects, max_steps=max_steps, stop_when_settled=settle)
     if program is None:
         return env
     env = RewardProgramWrapper(env, program, reward="gain" if gain else "score", invalid=invalid)
-    if program.startswith("# gain+"):
-        return gym.wrappers.TransformReward(env, lambda r: max(0.0, r))
     return env if tiebreak is None else SuccessFirst(env, tiebreak)
 
 
@@ -254,7 +251,7 @@ def train_run(spec: RunSpec, config: RunConfig, max_objects: int, progress: Call
     tiebreak = TIEBREAK_WEIGHT if spec.reward == "tiebreak" else None
     venv = make_vec_env(lambda: make_env(spec.template, config.train, max_objects, config.max_steps, config.settle,
                                          config.program, config.invalid or "left-alone", tiebreak,
-                                         gain=spec.reward in ("gain", "gain+")),
+                                         gain=spec.reward == "gain"),
                         n_envs=config.n_envs, seed=spec.seed)
     eval_env = make_env(spec.template, config.held_out, max_objects, config.max_steps, settle=False)
     model = build_model(spec.algo, venv, spec.seed, config.hyper)

@@ -37,13 +37,16 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     library, ``env.unwrapped.library``: the built-in one for PHYRE, the 3D one
     for the rope).
     ``reward="score"`` pays the dense score in [0, 1]; ``"success"`` 1.0 on
-    the program's success, else 0.0; ``"gain"`` 1.0 on success, else the
-    score less the program's score on the task's rollout left alone (in
-    [-1, 1]; ``info["left_alone_score"]``; taken as 0 for an environment
-    with no such rollout). Most actions leave the goal bodies as they were
-    and score what doing nothing scores, which differs from scene to scene:
-    the gain pays only what the action changed (in `benchmarks/rl.py` it
-    helped PPO more than the score did). An invalid action changes nothing, so by
+    the program's success, else 0.0; ``"gain"`` 1.0 on success, else how
+    much the score rose above the program's score on the task's rollout left
+    alone, and 0 where it did not (``info["left_alone_score"]``; taken as 0
+    for an environment with no such rollout). Most actions leave the goal
+    bodies as they were and score what doing nothing scores, which differs
+    from scene to scene: the gain pays only for coming closer than that. It
+    never pays less than 0: actions that disturb the goal bodies without
+    solving are where solutions lie, and a learner penalised for them stays
+    away (in `benchmarks/rl.py` the gain trained PPO better than the score
+    and than a signed gain). An invalid action changes nothing, so by
     default (``invalid="left-alone"``) it is scored as the world left alone:
     the program on the scene's rollout without the action (for environments
     that offer one, ``left_alone_trace()``; else 0, and 0 for a program about
@@ -163,7 +166,7 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         value = float(result.success) if self.reward_kind == "success" else float(result.score)
         if self.reward_kind == "gain":
             info["left_alone_score"] = baseline = self._left_alone_score()
-            value = 1.0 if result.success else value - baseline
+            value = 1.0 if result.success else max(0.0, value - baseline)
         # False when the rollout stopped before its horizon and the frames it did not simulate could
         # change the verdict (run the environment with stop_on_success=False to simulate them)
         info["program_determined"] = bool(result.determined)

@@ -245,6 +245,15 @@ def test_gain_pays_success_first_and_below_it_what_the_action_changed():
             assert paid[name] == pytest.approx(info["program_score"] - baseline)
     assert paid["solved"] == 1.0 and paid["invalid"] == 0.0
     assert paid["near miss"] > 0.0  # the ball came closer than doing nothing
+    # knocking the goal pair further apart than doing nothing leaves them pays 0, not less
+    from simpatterns.envs.scenes import task_program_text
+    from simpatterns.simulators.phyre import load_scene
+
+    apart = RewardProgramWrapper(make(template="00004", max_steps=1000), task_program_text(load_scene("00004", 2)),
+                                 reward="gain")
+    apart.reset(seed=0, options={"template": "00004", "variant": 2})
+    _, r, _, _, info = apart.step(np.float32([0.43, 0.844, 0.288]))  # the pair ends further apart
+    assert not info["invalid_reason"] and info["program_score"] < info["left_alone_score"] and r == 0.0
     # a program about the action's own ball has no left-alone world: the gain is the score
     about_red = RewardProgramWrapper(make(max_steps=1000), 'NEARBY_AT("red ball", target="green ball")',
                                      reward="gain")
