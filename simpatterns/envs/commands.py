@@ -30,7 +30,7 @@ def list_cmd() -> None:
             console.print(f"  obs_mode: {', '.join(ROPE_OBS)}")
             console.print("  actions:  Box(-1, 1, (6,)) = point (snapped to the nearest bead), force")
             console.print("  reward:   Gauss code matches the goal's (success_reward=, timeout_penalty=); a reward "
-                          "program through RewardProgramWrapper(env, program, reward=score|success)")
+                          "program through RewardProgramWrapper(env, program, reward=score|success|gain)")
             console.print(f"  tasks:    {', '.join(TASK_NAMES)} with crossings=N, split=train|eval")
             continue
         console.print(f"  obs_mode: {', '.join(OBS_MODES)}"
@@ -38,7 +38,7 @@ def list_cmd() -> None:
         low = -1 if env_id == envs.PHYRE_ONE_BALL_V1 else 0
         console.print(f"  actions:  Box({low}, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
         console.print("  reward:   PHYRE task success (or success_fn=...); a reward program through "
-                      "RewardProgramWrapper(env, program, reward=score|success)")
+                      "RewardProgramWrapper(env, program, reward=score|success|gain)")
         console.print(f"  tasks:    {len(all_tasks())} shipped template variants, or scene='buckets' / a Scene")
     console.print('usage: import simpatterns.envs; gym.make("simpatterns/PhyreOneBall-v1", obs_mode="semantic")')
 

@@ -162,7 +162,7 @@ FIELD_GROUP: dict[str, str] = {f.name: group for group, cls in GROUPS.items() fo
 _MOVED = {
     "reward_mode": "a reward program is added with RewardProgramWrapper(env, program)",
     "reward_program": "a reward program is added with RewardProgramWrapper(env, program)",
-    "program_reward": "use RewardProgramWrapper(env, program, reward='score'|'success')",
+    "program_reward": "use RewardProgramWrapper(env, program, reward='score'|'success'|'gain')",
 }
 
 
