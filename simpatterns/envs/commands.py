@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from simpatterns.cli_support import out as console
 
+PROGRAM_REWARD = "            or RewardProgramWrapper(env, program, reward=score|success|gain)"  # the list fits 80 columns
 env_app = typer.Typer(name="env", help="Gymnasium environments: list them, check them.", no_args_is_help=True)
 
 
@@ -29,18 +30,20 @@ def list_cmd() -> None:
 
             console.print(f"  obs_mode: {', '.join(ROPE_OBS)}")
             console.print("  actions:  Box(-1, 1, (6,)) = point (snapped to the nearest bead), force")
-            console.print("  reward:   Gauss code matches the goal's (success_reward=, timeout_penalty=); a reward "
-                          "program through RewardProgramWrapper(env, program, reward=score|success|gain)")
+            console.print("  reward:   Gauss code matches the goal's (success_reward=, timeout_penalty=)")
+            console.print(PROGRAM_REWARD)
             console.print(f"  tasks:    {', '.join(TASK_NAMES)} with crossings=N, split=train|eval")
             continue
         console.print(f"  obs_mode: {', '.join(OBS_MODES)}"
                       + ("; images (C, H, W), one-hot 255" if env_id == envs.PHYRE_ONE_BALL_V1 else ""))
         low = -1 if env_id == envs.PHYRE_ONE_BALL_V1 else 0
-        console.print(f"  actions:  Box({low}, 1, (3,)) = red ball (x, y, radius); action_bins=B: Discrete(B**3)")
-        console.print("  reward:   PHYRE task success (or success_fn=...); a reward program through "
-                      "RewardProgramWrapper(env, program, reward=score|success|gain)")
+        console.print(f"  actions:  Box({low}, 1, (3,)) = red ball (x, y, radius)")
+        console.print("            or action_bins=B: Discrete(B**3)")
+        console.print("  reward:   PHYRE task success (or success_fn=...)")
+        console.print(PROGRAM_REWARD)
         console.print(f"  tasks:    {len(all_tasks())} shipped template variants, or scene='buckets' / a Scene")
-    console.print('usage: import simpatterns.envs; gym.make("simpatterns/PhyreOneBall-v1", obs_mode="semantic")')
+    console.print("usage: import simpatterns.envs")
+    console.print('       gym.make("simpatterns/PhyreOneBall-v1", obs_mode="semantic")')
 
 
 @env_app.command("check")
