@@ -58,8 +58,9 @@ def examples_cmd(
     out: Path = typer.Option(Path("examples"), "--out", "-o", help="where to copy them (created)"),
     force: bool = typer.Option(False, "--force/--no-force", help="overwrite files already there"),
 ) -> None:
-    """Copy the shipped examples (goal programs, discovery labels, MuJoCo scenes) into a folder,
-    so the README's commands (``examples/goals/...``) run as written."""
+    """Copy the shipped examples into a folder, so the README's commands run as written.
+
+    Goal programs, discovery labels and MuJoCo scenes, as the README names them (``examples/goals/...``)."""
     from simpatterns import examples
 
     source = Path(str(examples.path())).resolve()

@@ -40,8 +40,9 @@ def export_cmd(
         "--data-path", help="minari: the datasets root (default: MINARI_DATASETS_PATH or ~/.minari/datasets)")]
     = None,
 ) -> None:
-    """Share data: traces and annotations as Parquet files or a Hugging Face datasets folder;
-    environment rollouts as a Minari dataset."""
+    """Share data: traces and annotations as Parquet or Hugging Face datasets; rollouts as Minari.
+
+    Parquet or a Hugging Face datasets folder: traces and their annotations. Minari: an environment's rollouts."""
     from simpatterns.annotate.exchange import ExchangeError
     from simpatterns.annotation import AnnotationFormatError
     from simpatterns.trace import TraceFormatError
@@ -101,8 +102,9 @@ def import_cmd(
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="where traces and annotations go (default: SOURCE)")] = None,
 ) -> None:
-    """Read exported Parquet files or a Hugging Face folder back into traces (.npz) and annotations
-    (.annotation.jsonl), bit for bit."""
+    """Read exported Parquet files or a Hugging Face folder back into traces and annotations.
+
+    Traces come back as .npz and annotations as .annotation.jsonl, bit for bit."""
     from simpatterns.annotate.exchange import ExchangeError, import_parquet
     from simpatterns.integrations.hf import import_hf, is_hf_folder
 
