@@ -23,7 +23,7 @@ Reward kinds:
   ``dense`` score (PPO normalises advantages per batch, so in a batch without
   a success the dense score alone orders the actions, and in one with a
   success the success dominates);
-- ``gain`` (only when named): 1 on the program's success, else how far the
+- ``gain``: 1 on the program's success, else how far the
   ``dense`` score rose above the same program's score on the task's rollout
   left alone, and 0 where it did not (`RewardProgramWrapper(reward="gain")`):
   most valid actions leave the goal pair as it was and score what doing
@@ -80,7 +80,7 @@ from simpatterns.simulators.phyre import MAX_STEPS, SOLVE_STEPS, TEMPLATES, load
 
 ALGOS = ("PPO", "SAC")
 REWARDS = ("sparse", "dense", "tiebreak", "gain", "words")
-DEFAULT_REWARDS = ("sparse", "dense", "words")  # tiebreak and gain: later tries, asked for by name
+DEFAULT_REWARDS = ("sparse", "dense", "gain", "words")  # tiebreak: a second try, asked for by name
 TIEBREAK_WEIGHT = 0.1
 TIEBREAK_HEADER = "# tiebreak: 1 on success, else {} x the score"  # saved with each run's program
 GAIN_HEADER = "# gain: 1 on success, else the score's rise above the score of the world left alone, or 0"
