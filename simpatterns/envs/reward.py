@@ -186,29 +186,27 @@ class RewardProgramWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _left_alone_score(self) -> float:
         """``reward="gain"``'s baseline: the program's score on the task's rollout left alone; 0
-        without one (no such rollout, or a program about the action's own ball)."""
-        make = getattr(self.env.unwrapped, "left_alone_trace", None)
-        if make is None:
-            return 0.0
-        trace = make()
-        return float(self._scored_alone(trace).score) if self._fits_alone(trace) else 0.0
+        without one."""
+        trace = self._alone_trace()
+        return 0.0 if trace is None else float(self._scored_alone(trace).score)
 
     def _left_alone(self) -> Any:
-        """The rollout an invalid action is scored on, or None to pay 0 (``invalid="zero"``, an
-        environment with no such rollout, or a program about the action's own ball, which an
-        invalid action never placed)."""
+        """The rollout an invalid action is scored on, or None to pay 0 (``invalid="zero"``, or
+        no rollout left alone to grade)."""
+        return None if self.invalid == "zero" else self._alone_trace()
+
+    def _alone_trace(self) -> Any:
+        """The task's rollout left alone, or None: an environment with no such rollout, or a
+        program about the action's own ball, which the world left alone never placed."""
         make = getattr(self.env.unwrapped, "left_alone_trace", None)
-        if self.invalid == "zero" or make is None:
+        if make is None:
             return None
         trace = make()
-        return trace if self._fits_alone(trace) else None
-
-    def _fits_alone(self, trace: Any) -> bool:
         key = tuple(trace.names)
         fits = self._alone_fits.get(key)
         if fits is None:
             fits = self._alone_fits[key] = not self.program.check_bodies(list(key))
-        return fits
+        return trace if fits else None
 
     def _pay(self, value: float) -> float:
         """The change of the episode's value since the last step."""
